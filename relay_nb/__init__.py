@@ -1,0 +1,88 @@
+"""relay_nb: ask your data in plain language from Jupyter.
+
+Names are loaded lazily on first access so ``import relay_nb`` stays fast: pydantic, the
+provider SDKs and database drivers load only when something needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # errors
+    "RelayError": "relay_nb.errors",
+    "ConfigurationError": "relay_nb.errors",
+    "InvocationError": "relay_nb.errors",
+    "ModelRequestsBlocked": "relay_nb.errors",
+    # runtime contract
+    "AbortSignal": "relay_nb.runtime.abort",
+    "BaseRuntime": "relay_nb.runtime.base",
+    "ModelRuntime": "relay_nb.runtime.base",
+    "BatchOutcome": "relay_nb.runtime.types",
+    "Capabilities": "relay_nb.runtime.types",
+    "InvocationRequest": "relay_nb.runtime.types",
+    "InvocationResult": "relay_nb.runtime.types",
+    "Message": "relay_nb.runtime.types",
+    "ToolCall": "relay_nb.runtime.types",
+    "ToolChoice": "relay_nb.runtime.types",
+    "ToolSpec": "relay_nb.runtime.types",
+    "Usage": "relay_nb.runtime.types",
+    # runtimes
+    "AnthropicRuntime": "relay_nb.runtime.anthropic",
+    "ClaudeCodeRuntime": "relay_nb.runtime.claude_code",
+    "ScriptedRuntime": "relay_nb.runtime.scripted",
+    "RecordingRuntime": "relay_nb.runtime.replay",
+    "ReplayRuntime": "relay_nb.runtime.replay",
+    "runtime_from_profile": "relay_nb.runtime.profiles",
+    "check_runtime_conformance": "relay_nb.runtime.conformance",
+    "check_batch_conformance": "relay_nb.runtime.conformance",
+    "allow_model_requests": "relay_nb.runtime.switch",
+}
+
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - kept in sync with _EXPORTS by tests/test_public_api.py
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'relay_nb' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # let type checkers and IDEs see the real names
+    from relay_nb.errors import (
+        ConfigurationError,
+        InvocationError,
+        ModelRequestsBlocked,
+        RelayError,
+    )
+    from relay_nb.runtime.abort import AbortSignal
+    from relay_nb.runtime.anthropic import AnthropicRuntime
+    from relay_nb.runtime.base import BaseRuntime, ModelRuntime
+    from relay_nb.runtime.claude_code import ClaudeCodeRuntime
+    from relay_nb.runtime.conformance import check_batch_conformance, check_runtime_conformance
+    from relay_nb.runtime.profiles import runtime_from_profile
+    from relay_nb.runtime.replay import RecordingRuntime, ReplayRuntime
+    from relay_nb.runtime.scripted import ScriptedRuntime
+    from relay_nb.runtime.switch import allow_model_requests
+    from relay_nb.runtime.types import (
+        BatchOutcome,
+        Capabilities,
+        InvocationRequest,
+        InvocationResult,
+        Message,
+        ToolCall,
+        ToolChoice,
+        ToolSpec,
+        Usage,
+    )

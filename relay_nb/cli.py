@@ -1,0 +1,116 @@
+"""The ``relay-nb`` command line: talk to a model runtime from a shell.
+
+``relay-nb invoke PROFILE QUESTION`` sends one question and prints the answer with its usage
+receipt; ``relay-nb conformance PROFILE`` checks a runtime against the Relay contract. Both
+take the same profile strings as ``RELAY_MODEL`` (``scripted:PATH`` works offline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+
+from relay_nb import __version__
+from relay_nb.errors import RelayError
+
+__all__ = ["main"]
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relay-nb", description="relay_nb: ask your data in plain language from Jupyter."
+    )
+    parser.add_argument("--version", action="version", version=f"relay-nb {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    invoke = commands.add_parser("invoke", help="send one question to a model runtime")
+    invoke.add_argument("profile", help="e.g. anthropic:claude-sonnet-4-6 or scripted:PATH")
+    invoke.add_argument("question")
+    invoke.add_argument("--system", default=None, help="a system prompt")
+    invoke.add_argument("--max-output-tokens", type=int, default=1024)
+    invoke.add_argument("--timeout", type=float, default=120.0, help="seconds (default 120)")
+    invoke.add_argument("--stream", action="store_true", help="print text as it arrives")
+    invoke.add_argument("--json", action="store_true", help="print the whole result as JSON")
+
+    conformance = commands.add_parser("conformance", help="check a runtime against the contract")
+    conformance.add_argument("profile")
+    conformance.add_argument("--timeout", type=float, default=120.0)
+    conformance.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+async def _invoke(args: argparse.Namespace) -> int:
+    from relay_nb.runtime.profiles import runtime_from_profile
+    from relay_nb.runtime.types import InvocationRequest, Message
+
+    runtime = runtime_from_profile(args.profile)
+    messages = [Message.system(args.system)] if args.system else []
+    request = InvocationRequest(
+        messages=[*messages, Message.user(args.question)], max_output_tokens=args.max_output_tokens
+    )
+
+    def echo(delta: str) -> None:
+        sys.stdout.write(delta)
+        sys.stdout.flush()
+
+    stream = args.stream and runtime.capabilities().streaming and not args.json
+    result = await runtime.invoke(request, timeout=args.timeout, on_text=echo if stream else None)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    if stream:
+        print()
+    else:
+        print(result.output_text)
+    for call in result.tool_calls:
+        print(f"tool call {call.name}: {json.dumps(call.input)}")
+    print(_receipt(result), file=sys.stderr)
+    return 0
+
+
+def _receipt(result) -> str:
+    usage = result.usage
+    approx = "~" if usage.estimated else ""
+    cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.6f}"
+    return (
+        f"[{result.provider} {result.model} ({result.model_source}) · "
+        f"{approx}{usage.input_tokens or 0} in / {approx}{usage.output_tokens or 0} out · "
+        f"{cost} · {result.latency_ms:.0f} ms]"
+    )
+
+
+async def _conformance(args: argparse.Namespace) -> int:
+    from relay_nb.runtime.conformance import check_runtime_conformance
+    from relay_nb.runtime.profiles import runtime_from_profile
+
+    report = await check_runtime_conformance(
+        runtime_from_profile(args.profile), timeout=args.timeout
+    )
+    if args.json:
+        print(json.dumps({"passed": report.passed, **report.model_dump(mode="json")}, indent=2))
+    else:
+        for check in report.checks:
+            mark = "ok  " if check.passed else "FAIL"
+            print(f"{mark} {check.name}" + (f"  ({check.detail})" if check.detail else ""))
+        print(f"{report.runtime_id}: {'conforms' if report.passed else 'does NOT conform'}")
+    return 0 if report.passed else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    handler = {"invoke": _invoke, "conformance": _conformance}[args.command]
+    try:
+        return asyncio.run(handler(args))
+    except RelayError as exc:
+        print(f"relay-nb: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("relay-nb: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

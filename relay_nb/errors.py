@@ -1,0 +1,101 @@
+"""The relay_nb exception tree, shared by every layer.
+
+Every error a user can see derives from :class:`RelayError`, so a notebook can catch one
+thing. Messages are short, say how to fix the problem, and never carry provider text or
+credentials::
+
+    RelayError
+    ├── ConfigurationError        a profile, option or setting is wrong; fix the call
+    └── InvocationError           one model invocation failed (code + retryable)
+        └── ModelRequestsBlocked  a real model call was refused by the test switch
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "ConfigurationError",
+    "InvocationError",
+    "InvocationErrorCode",
+    "ModelRequestsBlocked",
+    "RelayError",
+]
+
+InvocationErrorCode = Literal[
+    "ABORTED",
+    "AUTHENTICATION_FAILED",
+    "INVALID_REQUEST",
+    "PROVIDER_UNAVAILABLE",
+    "RATE_LIMITED",
+    "RUNTIME_FAILURE",
+]
+INVOCATION_ERROR_CODES: tuple[str, ...] = get_args(InvocationErrorCode)
+_RETRYABLE_BY_DEFAULT = frozenset({"RATE_LIMITED", "PROVIDER_UNAVAILABLE"})
+
+
+class RelayError(Exception):
+    """Base of every error relay_nb raises on purpose."""
+
+
+class ConfigurationError(RelayError, ValueError):
+    """A profile string, option or setting cannot be used as given."""
+
+
+class InvocationError(RelayError):
+    """One model invocation failed.
+
+    ``code`` is one of :data:`InvocationErrorCode`; ``retryable`` is the signal a caller (the
+    agent loop, a router) uses to decide whether trying again may help. ``retry_after_s`` is
+    the provider's own hint when it sent one. The runtime never retries by itself.
+    """
+
+    def __init__(
+        self,
+        code: InvocationErrorCode,
+        message: str,
+        retryable: bool | None = None,
+        *,
+        retry_after_s: float | None = None,
+    ) -> None:
+        if code not in INVOCATION_ERROR_CODES:
+            raise ValueError(f"unknown invocation error code {code!r}")
+        super().__init__(message)
+        self.code: InvocationErrorCode = code
+        self.message = message
+        self.retryable = code in _RETRYABLE_BY_DEFAULT if retryable is None else retryable
+        self.retry_after_s = retry_after_s
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r}, retryable={self.retryable})"
+
+    def __reduce__(self):  # keep code/retryable across pickling (multiprocessing, nbclient)
+        return (
+            _rebuild_invocation_error,
+            (type(self), self.code, self.message, self.retryable, self.retry_after_s),
+        )
+
+
+class ModelRequestsBlocked(InvocationError):
+    """A real model request was refused because the process disallows them (tests)."""
+
+    def __init__(self, runtime_id: str, scope: str) -> None:
+        super().__init__(
+            "INVALID_REQUEST",
+            f"real model requests are disabled here (scope {scope!r}), so {runtime_id} was not "
+            "called; use a ScriptedRuntime/ReplayRuntime, or opt in with "
+            "relay_nb.runtime.allow_model_requests()",
+            retryable=False,
+        )
+        self.runtime_id = runtime_id
+        self.scope = scope
+
+    def __reduce__(self):
+        return (type(self), (self.runtime_id, self.scope))
+
+
+def _rebuild_invocation_error(cls, code, message, retryable, retry_after_s):
+    return cls(code, message, retryable, retry_after_s=retry_after_s)

@@ -1,0 +1,69 @@
+"""Keep secrets out of anything relay_nb writes: recordings, logs, prompts, outputs.
+
+Secrets reach relay_nb as environment variables (API keys, tokens, database passwords) and
+inside connection URLs. Rather than trusting every writer to remember them, writers pass
+their text or JSON through :func:`redact`, which replaces every known secret value with
+``[REDACTED]``. Values shorter than 8 characters are not treated as secrets: replacing
+"1" or "true" everywhere would corrupt data without protecting anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["REDACTED", "SECRET_ENV_PATTERN", "known_secrets", "redact", "redact_url"]
+
+REDACTED = "[REDACTED]"
+SECRET_ENV_PATTERN = re.compile(
+    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.IGNORECASE
+)
+_MIN_SECRET_LEN = 8
+_extra_secrets: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Add a secret that did not come from the environment (e.g. a key passed to a constructor)."""
+    if value and len(value) >= _MIN_SECRET_LEN:
+        _extra_secrets.add(value)
+
+
+def known_secrets(extra: Iterable[str] = ()) -> list[str]:
+    """Secret values from secret-named env vars, registered secrets and ``extra``; longest first."""
+    found = {v for k, v in os.environ.items() if SECRET_ENV_PATTERN.search(k)}
+    found |= _extra_secrets
+    found |= set(extra)
+    return sorted((s for s in found if len(s) >= _MIN_SECRET_LEN), key=len, reverse=True)
+
+
+def redact(value: Any, extra: Iterable[str] = ()) -> Any:
+    """Return ``value`` (str, or JSON-like dict/list nesting) with every known secret replaced."""
+    secrets = known_secrets(extra)
+    if not secrets:
+        return value
+    return _redact(value, secrets)
+
+
+def _redact(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact(v, secrets) for v in value)
+    return value
+
+
+def redact_url(url: str) -> str:
+    """A connection URL with its password replaced, fit to print or log."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", f":{REDACTED}@", 1)
+    return parts._replace(netloc=netloc).geturl()

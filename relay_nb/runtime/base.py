@@ -1,0 +1,158 @@
+"""The ``ModelRuntime`` contract and a base class that handles what every runtime shares.
+
+A runtime implements one required method, ``_invoke``. ``BaseRuntime.invoke`` wraps it with
+the things that must be identical everywhere: the model-request switch, the caller's
+timeout and abort signal, latency measurement, and classification of stray exceptions into
+content-free :class:`InvocationError`s. Third-party runtimes may also implement the
+:class:`ModelRuntime` protocol directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from relay_nb.errors import InvocationError
+from relay_nb.runtime.abort import AbortSignal
+from relay_nb.runtime.failures import classify_exception
+from relay_nb.runtime.types import (
+    BatchOutcome,
+    Capabilities,
+    InvocationRequest,
+    InvocationResult,
+)
+
+__all__ = ["BaseRuntime", "BatchModelRuntime", "ModelRuntime", "TextCallback", "run_guarded"]
+
+TextCallback = Callable[[str], None]
+"""Receives each streamed text delta, in order, while an invocation runs."""
+
+
+@runtime_checkable
+class ModelRuntime(Protocol):
+    """Anything that carries one model invocation. Products depend on this, not on a runtime."""
+
+    id: str
+
+    def capabilities(self) -> Capabilities: ...
+
+    async def invoke(
+        self,
+        request: InvocationRequest,
+        *,
+        timeout: float | None = None,
+        abort: AbortSignal | None = None,
+        on_text: TextCallback | None = None,
+    ) -> InvocationResult: ...
+
+
+@runtime_checkable
+class BatchModelRuntime(ModelRuntime, Protocol):
+    """A runtime whose one ``invoke_batch`` call is one physical provider operation."""
+
+    async def invoke_batch(
+        self,
+        requests: Sequence[InvocationRequest],
+        *,
+        timeout: float | None = None,
+        abort: AbortSignal | None = None,
+    ) -> list[BatchOutcome]: ...
+
+
+async def run_guarded(
+    work: Callable[[], object],
+    *,
+    provider: str,
+    timeout: float | None,
+    abort: AbortSignal | None,
+):
+    """Await ``work()`` under a timeout and abort signal; classify whatever escapes.
+
+    Abort and timeout cancel the inner task (so an HTTP request is closed, a child process
+    killed by its own cleanup) before the typed error is raised. Cancelling the caller's task
+    propagates ``CancelledError`` unchanged, as asyncio expects.
+    """
+    if abort is not None and abort.aborted:
+        raise InvocationError("ABORTED", "the invocation was aborted before it started", False)
+    task = asyncio.ensure_future(work())  # type: ignore[arg-type]
+    waiters: set[asyncio.Future] = {task}
+    abort_task = asyncio.ensure_future(abort.wait()) if abort is not None else None
+    if abort_task is not None:
+        waiters.add(abort_task)
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        await _cancel(task)
+        raise
+    finally:
+        if abort_task is not None and not abort_task.done():
+            abort_task.cancel()
+    if task in done:
+        try:
+            return task.result()
+        except InvocationError:
+            raise
+        except asyncio.CancelledError as exc:  # cancelled from inside: treat as abort
+            raise InvocationError("ABORTED", "the invocation was cancelled", False) from exc
+        except Exception as exc:
+            raise classify_exception(exc, provider=provider) from None
+    await _cancel(task)
+    if abort_task is not None and abort_task in done:
+        raise InvocationError("ABORTED", "the invocation was aborted", False)
+    raise InvocationError(
+        "PROVIDER_UNAVAILABLE", f"no answer from {provider} within {timeout:g} s", True
+    )
+
+
+async def _cancel(task: asyncio.Future) -> None:
+    task.cancel()
+    try:
+        await task
+    except BaseException:  # the task's own outcome no longer matters
+        pass
+
+
+class BaseRuntime(ABC):
+    """Shared invoke wrapper; subclasses implement ``_invoke`` and ``capabilities``."""
+
+    id: str
+    provider: str = "runtime"
+    default_timeout: float | None = None
+
+    @abstractmethod
+    def capabilities(self) -> Capabilities: ...
+
+    @abstractmethod
+    async def _invoke(
+        self, request: InvocationRequest, *, on_text: TextCallback | None
+    ) -> InvocationResult:
+        """Do one exchange. May raise anything; the wrapper classifies it."""
+
+    def _check_allowed(self) -> None:
+        """Refuse before any I/O when the process disallows this runtime's target."""
+
+    async def invoke(
+        self,
+        request: InvocationRequest,
+        *,
+        timeout: float | None = None,
+        abort: AbortSignal | None = None,
+        on_text: TextCallback | None = None,
+    ) -> InvocationResult:
+        self._check_allowed()
+        started = time.perf_counter()
+        result = await run_guarded(
+            lambda: self._invoke(request, on_text=on_text),
+            provider=self.provider,
+            timeout=timeout if timeout is not None else self.default_timeout,
+            abort=abort,
+        )
+        if not result.latency_ms:
+            result = result.model_copy(update={"latency_ms": (time.perf_counter() - started) * 1000})
+        return result
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}>"

@@ -1,0 +1,87 @@
+"""Build exactly one runtime from a ``PROFILE:VALUE`` string.
+
+One string (in ``RELAY_MODEL``, a ``--model`` option, a config file) replaces a switch
+statement copied into every caller. The resolver never selects providers, falls back, or
+reads credentials: each runtime resolves its own key when it first invokes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from relay_nb.errors import ConfigurationError
+from relay_nb.runtime.base import ModelRuntime
+
+__all__ = ["PROFILE_KINDS", "parse_profile", "runtime_from_profile"]
+
+_FORMS = (
+    "anthropic:MODEL (e.g. anthropic:claude-sonnet-4-6), claude-code:MODEL (e.g. "
+    "claude-code:sonnet), scripted:PATH (a JSON script), replay:PATH (a JSONL recording)"
+)
+
+
+def _anthropic(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.anthropic import AnthropicRuntime
+
+    return AnthropicRuntime(value, **options)
+
+
+def _claude_code(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.claude_code import ClaudeCodeRuntime
+
+    return ClaudeCodeRuntime(value, **options)
+
+
+def _scripted(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.scripted import ScriptedRuntime
+
+    return ScriptedRuntime.from_file(value, **options)
+
+
+def _replay(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.replay import ReplayRuntime
+
+    if options:
+        raise ConfigurationError(f"replay profiles take no options, got {sorted(options)}")
+    return ReplayRuntime.from_file(value)
+
+
+_BUILDERS: dict[str, Callable[[str, dict[str, Any]], ModelRuntime]] = {
+    "anthropic": _anthropic,
+    "claude-code": _claude_code,
+    "scripted": _scripted,
+    "replay": _replay,
+}
+PROFILE_KINDS: tuple[str, ...] = tuple(_BUILDERS)
+
+
+def parse_profile(profile: str) -> tuple[str, str]:
+    """Split ``"kind:value"``; raise a :class:`ConfigurationError` listing the valid forms."""
+    if not isinstance(profile, str) or ":" not in profile:
+        raise ConfigurationError(f"model profile {profile!r} is malformed; use one of: {_FORMS}")
+    kind, _, value = profile.partition(":")
+    kind, value = kind.strip().lower(), value.strip()
+    if kind not in _BUILDERS:
+        raise ConfigurationError(f"unknown model profile kind {kind!r}; use one of: {_FORMS}")
+    if not value:
+        raise ConfigurationError(f"model profile {profile!r} names no model or path; use {_FORMS}")
+    return kind, value
+
+
+def runtime_from_profile(profile: str, **options: Any) -> ModelRuntime:
+    """``runtime_from_profile("anthropic:claude-sonnet-4-6", timeout=60)`` and so on.
+
+    ``options`` go to the runtime's constructor; an option it does not take is a
+    :class:`ConfigurationError`, not a ``TypeError`` deep in a stack.
+    """
+    kind, value = parse_profile(profile)
+    try:
+        return _BUILDERS[kind](value, dict(options))
+    except TypeError as exc:
+        if "unexpected keyword argument" not in str(exc):
+            raise
+        raise ConfigurationError(
+            f"the {kind} runtime does not take one of the options {sorted(options)}; "
+            "see its constructor's help() for the options it takes"
+        ) from None

@@ -1,0 +1,243 @@
+"""A deterministic runtime for tests, demos and notebooks: it plays back a script.
+
+A script is a list of steps; each invocation consumes the next one. A step is an
+``InvocationResult``, a dict (``{"text": ...}``, ``{"tool_calls": [{"name", "input"}]}``,
+``{"error": {"code": ...}}``), or a callable ``request -> result | dict`` (sync or async) for
+answers that depend on what the model was shown. Every request is kept in ``requests`` so a
+test can assert on the exact prompt.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from relay_nb.errors import ConfigurationError, InvocationError, InvocationErrorCode
+from relay_nb.runtime.abort import AbortSignal
+from relay_nb.runtime.base import BaseRuntime, TextCallback, run_guarded
+from relay_nb.runtime.types import (
+    BatchFailure,
+    BatchOutcome,
+    Capabilities,
+    InvocationRequest,
+    InvocationResult,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["MAX_SCRIPTED_BATCH", "ScriptStep", "ScriptedRuntime", "estimate_tokens"]
+
+MAX_SCRIPTED_BATCH = 100
+
+ScriptStep = InvocationResult | dict[str, Any] | Callable[[InvocationRequest], Any]
+
+
+def estimate_tokens(text: str) -> int:
+    """chars/4, rounded up: the documented fallback when no provider count exists."""
+    return -(-len(text) // 4)
+
+
+class _ScriptedToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class _ScriptedError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: InvocationErrorCode
+    message: str = "scripted failure"
+    retryable: bool | None = None
+    retry_after_s: float | None = None
+
+
+class _ScriptedStep(BaseModel):
+    """The dict form of a step, validated so a typo in a script file fails at load time."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    tool_calls: list[_ScriptedToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    model: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    error: _ScriptedError | None = None
+
+
+class ScriptedRuntime(BaseRuntime):
+    """Plays back ``script``; an exhausted script is a ``RUNTIME_FAILURE``."""
+
+    provider = "scripted"
+
+    def __init__(
+        self,
+        script: Iterable[ScriptStep] = (),
+        *,
+        model: str = "scripted",
+        id: str = "scripted",
+        stream_chunk_chars: int = 16,
+    ) -> None:
+        self.id = id
+        self.model = model
+        self.stream_chunk_chars = stream_chunk_chars
+        self._steps: deque[ScriptStep] = deque(_check_step(s, i) for i, s in enumerate(script))
+        self.requests: list[InvocationRequest] = []
+        self._call_ids = itertools.count(1)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **options: Any) -> ScriptedRuntime:
+        """Load a JSON script: the same list of step dicts, e.g. ``[{"text": "hi"}]``."""
+        path = Path(path).expanduser()
+        try:
+            steps = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigurationError(f"script file {str(path)!r} does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"script file {str(path)!r} is not valid JSON (line {exc.lineno}); "
+                "it must hold a list of steps such as [{\"text\": \"...\"}]"
+            ) from None
+        if not isinstance(steps, list):
+            raise ConfigurationError(f"script file {str(path)!r} must hold a JSON list of steps")
+        options.setdefault("id", f"scripted:{path}")
+        return cls(steps, **options)
+
+    def add(self, *steps: ScriptStep) -> ScriptedRuntime:
+        """Append steps (returns self, so scripts can be built fluently)."""
+        start = len(self._steps)
+        self._steps.extend(_check_step(s, start + i) for i, s in enumerate(steps))
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self._steps)
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            structured_tools=True,
+            streaming=True,
+            abort=True,
+            usage=True,
+            structured_tools_fidelity="native",
+            output_token_limit_fidelity="unavailable",
+            physical_batch=True,
+            max_batch_size=MAX_SCRIPTED_BATCH,
+        )
+
+    async def _invoke(
+        self, request: InvocationRequest, *, on_text: TextCallback | None
+    ) -> InvocationResult:
+        self.requests.append(request)
+        if not self._steps:
+            raise InvocationError("RUNTIME_FAILURE", "no scripted result left", False)
+        step = self._steps.popleft()
+        result = await self._materialise(step, request)
+        if on_text is not None and result.output_text:
+            text, size = result.output_text, max(1, self.stream_chunk_chars)
+            for start in range(0, len(text), size):
+                on_text(text[start : start + size])
+        return result
+
+    async def invoke_batch(
+        self,
+        requests: Sequence[InvocationRequest],
+        *,
+        timeout: float | None = None,
+        abort: AbortSignal | None = None,
+    ) -> list[BatchOutcome]:
+        """One call, one positional outcome per request; a failed item spares its siblings."""
+        if not requests:
+            raise InvocationError("INVALID_REQUEST", "a batch needs at least one request", False)
+        if len(requests) > MAX_SCRIPTED_BATCH:
+            raise InvocationError(
+                "INVALID_REQUEST",
+                f"a batch holds at most {MAX_SCRIPTED_BATCH} requests, got {len(requests)}",
+                False,
+            )
+        return await run_guarded(
+            lambda: self._run_batch(requests), provider=self.provider, timeout=timeout, abort=abort
+        )
+
+    async def _run_batch(self, requests: Sequence[InvocationRequest]) -> list[BatchOutcome]:
+        outcomes: list[BatchOutcome] = []
+        for request in requests:
+            try:
+                value = await self._invoke(request, on_text=None)
+            except InvocationError as err:
+                reason = BatchFailure(code=err.code, message=err.message, retryable=err.retryable)
+                outcomes.append(BatchOutcome(status="rejected", reason=reason))
+            else:
+                outcomes.append(BatchOutcome(status="fulfilled", value=value))
+        return outcomes
+
+    async def _materialise(self, step: ScriptStep, request: InvocationRequest) -> InvocationResult:
+        if callable(step) and not isinstance(step, BaseModel):
+            produced = step(request)
+            if inspect.isawaitable(produced):
+                produced = await produced
+            step = _check_step(produced, None)
+        if isinstance(step, InvocationResult):
+            return step
+        return self._result_from_dict(_ScriptedStep.model_validate(step), request)
+
+    def _result_from_dict(self, step: _ScriptedStep, request: InvocationRequest) -> InvocationResult:
+        if step.error is not None:
+            err = step.error
+            raise InvocationError(
+                err.code, err.message, err.retryable, retry_after_s=err.retry_after_s
+            )
+        calls = [
+            ToolCall(id=c.id or f"call_{next(self._call_ids)}", name=c.name, input=c.input)
+            for c in step.tool_calls
+        ]
+        return InvocationResult(
+            provider=self.provider,
+            model=step.model or self.model,
+            model_source="configured",
+            output_text=step.text,
+            tool_calls=calls,
+            usage=step.usage or _estimated_usage(request, step.text, calls),
+            stop_reason=step.stop_reason or ("tool_use" if calls else "end_turn"),
+            warnings=step.warnings,
+        )
+
+
+def _estimated_usage(request: InvocationRequest, text: str, calls: list[ToolCall]) -> Usage:
+    """A scripted model has no provider count; estimate so cost views have numbers to show."""
+    prompt = request.model_dump_json(include={"messages", "tools"})
+    output = text + "".join(json.dumps(c.input) for c in calls)
+    return Usage(
+        input_tokens=estimate_tokens(prompt),
+        output_tokens=estimate_tokens(output),
+        estimated=True,
+    )
+
+
+def _check_step(step: Any, index: int | None) -> ScriptStep:
+    """Validate a step eagerly, so a bad script fails where it is written, not mid-turn."""
+    where = "scripted step" if index is None else f"scripted step {index}"
+    if isinstance(step, InvocationResult) or (callable(step) and not isinstance(step, dict)):
+        return step
+    if not isinstance(step, dict):
+        raise ConfigurationError(
+            f"{where} is a {type(step).__name__}; use a dict such as {{'text': '...'}}, "
+            "an InvocationResult, or a callable"
+        )
+    try:
+        _ScriptedStep.model_validate(step)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "step"
+        raise ConfigurationError(
+            f"{where}: {loc}: {first['msg']} (allowed keys: text, tool_calls, usage, "
+            "stop_reason, model, warnings, error)"
+        ) from None
+    return step

@@ -1,0 +1,56 @@
+"""The relay-nb console script, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RELAY_NB = Path(sys.executable).with_name("relay-nb")
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(RELAY_NB), *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "RELAY_MODEL_REQUESTS": "none", **env},
+    )
+
+
+def test_invoke_scripted_prints_answer_and_receipt():
+    out = run("invoke", f"scripted:{ROOT / 'examples/hello_script.json'}", "hello?")
+    assert out.returncode == 0, out.stderr
+    assert "scripted runtime" in out.stdout
+    assert "~" in out.stderr and "cost unknown" in out.stderr  # estimated tokens, no made-up cost
+
+
+def test_invoke_json_and_stream(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "streamed answer"}, {"tool_calls": [{"name": "q", "input": {"a": 1}}]}]))
+    streamed = run("invoke", f"scripted:{script}", "x", "--stream")
+    assert streamed.stdout.strip() == "streamed answer"
+    as_json = run("invoke", f"scripted:{script}", "x", "--json")
+    assert json.loads(as_json.stdout)["output_text"] == "streamed answer"
+
+
+def test_conformance_command_exit_codes(tmp_path):
+    ok = run("conformance", f"scripted:{ROOT / 'examples/hello_script.json'}")
+    assert ok.returncode == 0 and "conforms" in ok.stdout
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    bad = run("conformance", f"scripted:{empty}", "--json")
+    assert bad.returncode == 1
+    report = json.loads(bad.stdout)
+    assert report["passed"] is False
+    assert any(c["name"] == "invocation" and "RUNTIME_FAILURE" in c["detail"] for c in report["checks"])
+
+
+def test_errors_are_one_line_without_traceback():
+    out = run("invoke", "nonsense", "x")
+    assert out.returncode == 2
+    assert out.stderr.startswith("relay-nb: ") and "Traceback" not in out.stderr
+    blocked = run("invoke", "anthropic:claude-haiku-4-5", "x", ANTHROPIC_API_KEY="sk-test-123456789")
+    assert blocked.returncode == 2 and "disabled" in blocked.stderr
+    assert "sk-test-123456789" not in blocked.stderr

@@ -1,0 +1,47 @@
+"""The curated public names: __all__ matches what resolves, and the error tree is as documented."""
+
+from __future__ import annotations
+
+import relay_nb
+import relay_nb.errors
+import relay_nb.runtime
+
+
+def test_all_is_sorted_unique_and_every_name_resolves():
+    assert relay_nb.__all__ == sorted(set(relay_nb.__all__))
+    for name in relay_nb.__all__:
+        assert getattr(relay_nb, name) is not None, name
+
+
+def test_top_level_names_are_the_runtime_layer_objects():
+    assert relay_nb.InvocationError is relay_nb.errors.InvocationError
+    assert relay_nb.Message is relay_nb.runtime.Message
+    assert relay_nb.ScriptedRuntime.__module__ == "relay_nb.runtime.scripted"
+
+
+def test_runtime_all_resolves():
+    for name in relay_nb.runtime.__all__:
+        assert hasattr(relay_nb.runtime, name), name
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    try:
+        relay_nb.NoSuchThing  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_exception_tree_matches_the_documented_one():
+    errors = relay_nb.errors
+    assert issubclass(errors.ConfigurationError, errors.RelayError)
+    assert issubclass(errors.ConfigurationError, ValueError)
+    assert issubclass(errors.InvocationError, errors.RelayError)
+    assert issubclass(errors.ModelRequestsBlocked, errors.InvocationError)
+    for cls in (errors.ConfigurationError, errors.InvocationError, errors.ModelRequestsBlocked):
+        assert cls.__name__ in errors.__doc__
+
+
+def test_dir_lists_public_names():
+    assert set(relay_nb.__all__) <= set(dir(relay_nb))
