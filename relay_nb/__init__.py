@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "allow_model_requests": "relay_nb.runtime.switch",
 }
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - kept in sync with _EXPORTS by tests/test_public_api.py
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,11 @@ def _lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(project)}
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(project / "pyproject.toml"), "--no-cache"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=120,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -41,7 +45,9 @@ def test_layers_hold():
 )
 def test_the_contract_catches_a_violation(tmp_path, module, line, broken):
     """Guard against a contract that cannot fail: plant a violation in a copy and see it caught."""
-    shutil.copytree(ROOT / "relay_nb", tmp_path / "relay_nb", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "relay_nb", tmp_path / "relay_nb", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     target = tmp_path / module
     target.write_text(target.read_text() + f"\n{line}  # planted\n")
@@ -65,7 +71,8 @@ def test_runtime_package_does_not_load_provider_sdks():
     code = (
         "import sys, relay_nb.runtime, relay_nb.runtime.profiles, relay_nb.runtime.anthropic, "
         "relay_nb.runtime.claude_code; "
-        "print(','.join(m for m in ['anthropic', 'httpx2', 'httpx', 'pandas', 'IPython'] if m in sys.modules))"
+        "heavy = ['anthropic', 'httpx2', 'httpx', 'pandas', 'IPython']; "
+        "print(','.join(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

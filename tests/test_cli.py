@@ -14,7 +14,10 @@ RELAY_NB = Path(sys.executable).with_name("relay-nb")
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(RELAY_NB), *args], capture_output=True, text=True, timeout=60,
+        [str(RELAY_NB), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "RELAY_MODEL_REQUESTS": "none", **env},
     )
 
@@ -28,7 +31,11 @@ def test_invoke_scripted_prints_answer_and_receipt():
 
 def test_invoke_json_and_stream(tmp_path):
     script = tmp_path / "s.json"
-    script.write_text(json.dumps([{"text": "streamed answer"}, {"tool_calls": [{"name": "q", "input": {"a": 1}}]}]))
+    script.write_text(
+        json.dumps(
+            [{"text": "streamed answer"}, {"tool_calls": [{"name": "q", "input": {"a": 1}}]}]
+        )
+    )
     streamed = run("invoke", f"scripted:{script}", "x", "--stream")
     assert streamed.stdout.strip() == "streamed answer"
     as_json = run("invoke", f"scripted:{script}", "x", "--json")
@@ -44,13 +51,17 @@ def test_conformance_command_exit_codes(tmp_path):
     assert bad.returncode == 1
     report = json.loads(bad.stdout)
     assert report["passed"] is False
-    assert any(c["name"] == "invocation" and "RUNTIME_FAILURE" in c["detail"] for c in report["checks"])
+    assert any(
+        c["name"] == "invocation" and "RUNTIME_FAILURE" in c["detail"] for c in report["checks"]
+    )
 
 
 def test_errors_are_one_line_without_traceback():
     out = run("invoke", "nonsense", "x")
     assert out.returncode == 2
     assert out.stderr.startswith("relay-nb: ") and "Traceback" not in out.stderr
-    blocked = run("invoke", "anthropic:claude-haiku-4-5", "x", ANTHROPIC_API_KEY="sk-test-123456789")
+    blocked = run(
+        "invoke", "anthropic:claude-haiku-4-5", "x", ANTHROPIC_API_KEY="sk-test-123456789"
+    )
     assert blocked.returncode == 2 and "disabled" in blocked.stderr
     assert "sk-test-123456789" not in blocked.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import relay_nb
 import relay_nb.errors
 import relay_nb.runtime
@@ -25,12 +27,8 @@ def test_runtime_all_resolves():
 
 
 def test_unknown_attribute_is_an_attribute_error():
-    try:
+    with pytest.raises(AttributeError, match="NoSuchThing"):
         relay_nb.NoSuchThing  # noqa: B018
-    except AttributeError as exc:
-        assert "NoSuchThing" in str(exc)
-    else:
-        raise AssertionError("expected AttributeError")
 
 
 def test_exception_tree_matches_the_documented_one():

@@ -10,6 +10,7 @@ content-free :class:`InvocationError`s. Third-party runtimes may also implement 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -91,14 +92,19 @@ async def run_guarded(
         if abort_task is not None and not abort_task.done():
             abort_task.cancel()
     if task in done:
+        error: InvocationError
         try:
             return task.result()
-        except InvocationError:
-            raise
-        except asyncio.CancelledError as exc:  # cancelled from inside: treat as abort
-            raise InvocationError("ABORTED", "the invocation was cancelled", False) from exc
+        except InvocationError as err:  # typed by the runtime, maybe while handling SDK errors
+            error = err
+        except asyncio.CancelledError:  # cancelled from inside: treat as abort
+            error = InvocationError("ABORTED", "the invocation was cancelled", False)
         except Exception as exc:
-            raise classify_exception(exc, provider=provider) from None
+            error = classify_exception(exc, provider=provider)
+        # raised outside the handler with the chain cut, so the provider's exception (whose
+        # text may echo the prompt or a key) is not even reachable as __cause__/__context__
+        error.__cause__ = error.__context__ = None
+        raise error
     await _cancel(task)
     if abort_task is not None and abort_task in done:
         raise InvocationError("ABORTED", "the invocation was aborted", False)
@@ -109,10 +115,8 @@ async def run_guarded(
 
 async def _cancel(task: asyncio.Future) -> None:
     task.cancel()
-    try:
+    with contextlib.suppress(BaseException):  # the task's own outcome no longer matters
         await task
-    except BaseException:  # the task's own outcome no longer matters
-        pass
 
 
 class BaseRuntime(ABC):
@@ -131,7 +135,7 @@ class BaseRuntime(ABC):
     ) -> InvocationResult:
         """Do one exchange. May raise anything; the wrapper classifies it."""
 
-    def _check_allowed(self) -> None:
+    def _check_allowed(self) -> None:  # noqa: B027 - a hook: local runtimes need no check
         """Refuse before any I/O when the process disallows this runtime's target."""
 
     async def invoke(
@@ -151,7 +155,9 @@ class BaseRuntime(ABC):
             abort=abort,
         )
         if not result.latency_ms:
-            result = result.model_copy(update={"latency_ms": (time.perf_counter() - started) * 1000})
+            result = result.model_copy(
+                update={"latency_ms": (time.perf_counter() - started) * 1000}
+            )
         return result
 
     def __repr__(self) -> str:

@@ -52,7 +52,9 @@ class ConformanceReport(BaseModel):
 
     def _add(self, name: str, passed: bool, detail: str = "") -> bool:
         """Record a check; the detail explains a failure, so a pass keeps none."""
-        self.checks.append(ConformanceCheck(name=name, passed=passed, detail="" if passed else detail))
+        self.checks.append(
+            ConformanceCheck(name=name, passed=passed, detail="" if passed else detail)
+        )
         return passed
 
 
@@ -77,7 +79,9 @@ def _error_detail(exc: BaseException) -> str:
 
 def _check_declaration(runtime: object, report: ConformanceReport) -> Capabilities | None:
     runtime_id = getattr(runtime, "id", None)
-    report._add("id", isinstance(runtime_id, str) and bool(runtime_id), "id must be a non-empty str")
+    report._add(
+        "id", isinstance(runtime_id, str) and bool(runtime_id), "id must be a non-empty str"
+    )
     try:
         caps = runtime.capabilities()  # type: ignore[attr-defined]
     except Exception as exc:

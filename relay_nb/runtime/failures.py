@@ -67,10 +67,14 @@ def classify_status(status: int) -> tuple[InvocationErrorCode, bool]:
 
 
 _STATUS_PHRASES: dict[InvocationErrorCode, str] = {
-    "AUTHENTICATION_FAILED": "the provider refused the credentials; check the API key and its permissions",
+    "AUTHENTICATION_FAILED": (
+        "the provider refused the credentials; check the API key and its permissions"
+    ),
     "RATE_LIMITED": "the provider is rate limiting this key; wait and try again",
     "PROVIDER_UNAVAILABLE": "the provider is unavailable or overloaded; try again shortly",
-    "INVALID_REQUEST": "the provider rejected the request as invalid; check the model name and request",
+    "INVALID_REQUEST": (
+        "the provider rejected the request as invalid; check the model name and request"
+    ),
     "RUNTIME_FAILURE": "the provider call failed unexpectedly",
 }
 

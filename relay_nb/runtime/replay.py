@@ -129,7 +129,9 @@ class ReplayRuntime(BaseRuntime):
 
     provider = "replay"
 
-    def __init__(self, records: Iterable[ReplayRecord | dict[str, Any]], *, id: str = "replay") -> None:
+    def __init__(
+        self, records: Iterable[ReplayRecord | dict[str, Any]], *, id: str = "replay"
+    ) -> None:
         self.id = id
         self._by_digest: dict[str, list[InvocationResult]] = {}
         self._served: dict[str, int] = {}

@@ -103,7 +103,7 @@ class ScriptedRuntime(BaseRuntime):
         except json.JSONDecodeError as exc:
             raise ConfigurationError(
                 f"script file {str(path)!r} is not valid JSON (line {exc.lineno}); "
-                "it must hold a list of steps such as [{\"text\": \"...\"}]"
+                'it must hold a list of steps such as [{"text": "..."}]'
             ) from None
         if not isinstance(steps, list):
             raise ConfigurationError(f"script file {str(path)!r} must hold a JSON list of steps")
@@ -188,7 +188,9 @@ class ScriptedRuntime(BaseRuntime):
             return step
         return self._result_from_dict(_ScriptedStep.model_validate(step), request)
 
-    def _result_from_dict(self, step: _ScriptedStep, request: InvocationRequest) -> InvocationResult:
+    def _result_from_dict(
+        self, step: _ScriptedStep, request: InvocationRequest
+    ) -> InvocationResult:
         if step.error is not None:
             err = step.error
             raise InvocationError(

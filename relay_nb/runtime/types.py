@@ -198,9 +198,9 @@ class Usage(_Model):
 
     @model_validator(mode="after")
     def _fill_total(self) -> Usage:
-        if self.total_tokens is None and self.input_tokens is not None:
-            if self.output_tokens is not None:
-                self.total_tokens = self.input_tokens + self.output_tokens
+        known = self.input_tokens is not None and self.output_tokens is not None
+        if self.total_tokens is None and known:
+            self.total_tokens = self.input_tokens + self.output_tokens  # type: ignore[operator]
         return self
 
     def __add__(self, other: Usage) -> Usage:

@@ -7,12 +7,16 @@ opts in with ``relay_nb.runtime.allow_model_requests("loopback")``.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from relay_nb.runtime.switch import set_model_request_scope
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the environment variable reaches subprocesses too: notebook kernels, CLI runs
+    os.environ["RELAY_MODEL_REQUESTS"] = "none"
     set_model_request_scope("none")
 
 

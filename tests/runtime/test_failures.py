@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import socket
 
 import pytest
 
@@ -53,7 +52,9 @@ def test_status_table(status, code, retryable):
 
 def test_retry_after_is_read_as_a_number_only():
     assert classify_exception(HTTPStatusFailure(429, {"retry-after": "7"})).retry_after_s == 7
-    assert classify_exception(HTTPStatusFailure(429, {"retry-after-ms": "1500"})).retry_after_s == 1.5
+    assert (
+        classify_exception(HTTPStatusFailure(429, {"retry-after-ms": "1500"})).retry_after_s == 1.5
+    )
     dated = HTTPStatusFailure(429, {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"})
     assert classify_exception(dated).retry_after_s is None
 
@@ -65,7 +66,7 @@ def test_retry_after_is_read_as_a_number_only():
         ConnectionRefusedError(errno.ECONNREFUSED, "refused"),
         BrokenPipeError(errno.EPIPE, "pipe"),
         OSError(errno.ETIMEDOUT, "timed out"),
-        socket.timeout("slow"),
+        TimeoutError("slow"),
         TimeoutError(),
     ],
 )
@@ -103,14 +104,16 @@ def test_looks_through_three_levels_of_cause_but_not_four():
 
 
 def test_implicit_context_counts_as_a_cause():
-    try:
+    def fail_while_handling() -> None:
         try:
             raise ConnectionResetError("reset")
         except ConnectionResetError:
             raise ValueError("while handling") from None  # suppressed display, context kept
-    except ValueError as exc:
-        assert exc.__context__ is not None
-        assert classify_exception(exc).code == "PROVIDER_UNAVAILABLE"
+
+    with pytest.raises(ValueError, match="while handling") as info:
+        fail_while_handling()
+    assert info.value.__context__ is not None
+    assert classify_exception(info.value).code == "PROVIDER_UNAVAILABLE"
 
 
 def test_cancellation_is_aborted_and_invocation_errors_pass_through():
@@ -138,7 +141,41 @@ def test_invocation_error_pickles_with_its_fields():
     err = InvocationError("RATE_LIMITED", "slow down", retry_after_s=3.0)
     back = pickle.loads(pickle.dumps(err))
     assert (back.code, back.message, back.retryable, back.retry_after_s) == (
-        "RATE_LIMITED", "slow down", True, 3.0,
+        "RATE_LIMITED",
+        "slow down",
+        True,
+        3.0,
     )
     with pytest.raises(ValueError, match="unknown invocation error code"):
         InvocationError("NOPE", "x")  # type: ignore[arg-type]
+
+
+async def test_classified_errors_do_not_keep_the_provider_exception_reachable():
+    from relay_nb.runtime import InvocationRequest, Message
+    from relay_nb.runtime.scripted import ScriptedRuntime
+
+    def provider_fails(request):
+        raise HTTPStatusFailure(429)
+
+    runtime = ScriptedRuntime([provider_fails])
+    with pytest.raises(InvocationError) as info:
+        await runtime.invoke(InvocationRequest(messages=[Message.user("x")]))
+    assert info.value.code == "RATE_LIMITED"
+    assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+async def test_runtime_typed_errors_raised_while_handling_provider_errors_are_cut_loose():
+    from relay_nb.runtime import InvocationRequest, Message
+    from relay_nb.runtime.scripted import ScriptedRuntime
+
+    def typed_inside_handler(request):
+        try:
+            raise ValueError(SECRET_BODY)
+        except ValueError:
+            raise InvocationError("PROVIDER_UNAVAILABLE", "stream broke") from None
+
+    runtime = ScriptedRuntime([typed_inside_handler])
+    with pytest.raises(InvocationError) as info:
+        await runtime.invoke(InvocationRequest(messages=[Message.user("x")]))
+    assert info.value.message == "stream broke"
+    assert info.value.__context__ is None and info.value.__cause__ is None

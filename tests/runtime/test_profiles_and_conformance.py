@@ -76,8 +76,13 @@ async def test_scripted_runtime_conforms_and_report_holds_no_content():
     report = await check_runtime_conformance(runtime, req())
     assert report.passed, report.failures
     assert {c.name for c in report.checks} >= {
-        "id", "capabilities", "structured_tools_fidelity", "physical_batch", "invocation",
-        "result_identity", "model_source",
+        "id",
+        "capabilities",
+        "structured_tools_fidelity",
+        "physical_batch",
+        "invocation",
+        "result_identity",
+        "model_source",
     }
     assert "4711" not in report.model_dump_json()
 
@@ -89,9 +94,14 @@ class _Liar:
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
-            structured_tools=False, streaming=False, abort=False, usage=False,
-            structured_tools_fidelity="native", output_token_limit_fidelity="unavailable",
-            physical_batch=True, max_batch_size=4,
+            structured_tools=False,
+            streaming=False,
+            abort=False,
+            usage=False,
+            structured_tools_fidelity="native",
+            output_token_limit_fidelity="unavailable",
+            physical_batch=True,
+            max_batch_size=4,
         )
 
     async def invoke(self, request, *, timeout=None, abort=None, on_text=None):
@@ -110,7 +120,11 @@ class _Failing:
     id = "failing"
 
     def capabilities(self) -> Capabilities:
-        return ScriptedRuntime().capabilities().model_copy(update={"physical_batch": False, "max_batch_size": None})
+        return (
+            ScriptedRuntime()
+            .capabilities()
+            .model_copy(update={"physical_batch": False, "max_batch_size": None})
+        )
 
     async def invoke(self, request, *, timeout=None, abort=None, on_text=None):
         raise RuntimeError(SENSITIVE)
@@ -125,7 +139,9 @@ async def test_invocation_failure_is_reported_by_type_only():
 
 
 async def test_batch_conformance_counts_and_mixed_outcomes():
-    runtime = ScriptedRuntime([{"text": "a"}, {"error": {"code": "INVALID_REQUEST", "message": SENSITIVE}}])
+    runtime = ScriptedRuntime(
+        [{"text": "a"}, {"error": {"code": "INVALID_REQUEST", "message": SENSITIVE}}]
+    )
     report = await check_batch_conformance(runtime, [req(), req()], require_mixed_outcomes=True)
     assert report.passed, report.failures
     assert (report.requested, report.returned, report.fulfilled, report.rejected) == (2, 2, 1, 1)
@@ -149,5 +165,5 @@ async def test_recording_runtime_conforms_through_its_inner_runtime():
 
 
 def test_result_requires_model_source():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="model_source"):
         InvocationResult(provider="p", model="m")  # type: ignore[call-arg]

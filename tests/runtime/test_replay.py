@@ -21,7 +21,12 @@ from relay_nb.runtime.scripted import ScriptedRuntime
 def request(text: str = "top customers") -> InvocationRequest:
     return InvocationRequest(
         messages=[Message.system("rules"), Message.user(text)],
-        tools=[ToolSpec(name="query_shop", input_schema={"type": "object", "properties": {"sql": {"type": "string"}}})],
+        tools=[
+            ToolSpec(
+                name="query_shop",
+                input_schema={"type": "object", "properties": {"sql": {"type": "string"}}},
+            )
+        ],
         metadata={"turn": "1"},
     )
 
@@ -95,7 +100,9 @@ async def test_recordings_contain_no_credentials(tmp_path, monkeypatch):
     assert "[REDACTED]" in text
     # the digest is of the live request, so replay still matches it
     replay = ReplayRuntime.from_file(path)
-    assert (await replay.invoke(request(f"my key is {secret}"))).output_text == "your key is [REDACTED]"
+    assert (
+        await replay.invoke(request(f"my key is {secret}"))
+    ).output_text == "your key is [REDACTED]"
 
 
 def test_load_records_reports_bad_lines(tmp_path):
@@ -109,7 +116,9 @@ def test_load_records_reports_bad_lines(tmp_path):
 
 def test_load_records_refuses_other_schema_versions(tmp_path):
     record = {
-        "schema_version": 2, "request_digest": "sha256:x", "request": {},
+        "schema_version": 2,
+        "request_digest": "sha256:x",
+        "request": {},
         "result": {"provider": "p", "model": "m", "model_source": "configured"},
     }
     path = tmp_path / "v2.jsonl"

@@ -59,10 +59,15 @@ async def test_callable_steps_see_the_request_sync_and_async():
 
 async def test_result_objects_pass_through_and_usage_is_kept():
     given = InvocationResult(
-        provider="p", model="m", model_source="provider-reported", output_text="ok",
+        provider="p",
+        model="m",
+        model_source="provider-reported",
+        output_text="ok",
         usage=Usage(input_tokens=10, output_tokens=2, cost_usd=0.01),
     )
-    runtime = ScriptedRuntime([given, {"text": "x", "usage": {"input_tokens": 7, "output_tokens": 1}}])
+    runtime = ScriptedRuntime(
+        [given, {"text": "x", "usage": {"input_tokens": 7, "output_tokens": 1}}]
+    )
     assert (await runtime.invoke(ask())).usage.cost_usd == 0.01
     second = await runtime.invoke(ask())
     assert second.usage.input_tokens == 7
@@ -84,7 +89,9 @@ async def test_scripted_errors_carry_code_and_retryability():
     with pytest.raises(InvocationError) as info:
         await runtime.invoke(ask())
     assert (info.value.code, info.value.retryable, info.value.retry_after_s) == (
-        "RATE_LIMITED", True, 2,
+        "RATE_LIMITED",
+        True,
+        2,
     )
 
 
@@ -137,7 +144,11 @@ def test_from_file_missing():
 
 async def test_batch_positional_outcomes_keep_successful_siblings():
     runtime = ScriptedRuntime(
-        [{"text": "a"}, {"error": {"code": "INVALID_REQUEST", "message": "bad item"}}, {"text": "c"}]
+        [
+            {"text": "a"},
+            {"error": {"code": "INVALID_REQUEST", "message": "bad item"}},
+            {"text": "c"},
+        ]
     )
     outcomes = await runtime.invoke_batch([ask("1"), ask("2"), ask("3")])
     assert [o.status for o in outcomes] == ["fulfilled", "rejected", "fulfilled"]
@@ -184,7 +195,9 @@ async def test_slow_callable_step_hits_the_timeout():
 def test_tools_and_choice_validation_in_requests():
     tool = ToolSpec(name="query_shop", input_schema={"type": "object", "properties": {}})
     with pytest.raises(ValueError, match="not a declared tool"):
-        InvocationRequest(messages=[Message.user("x")], tools=[tool], tool_choice=ToolChoice.tool("nope"))
+        InvocationRequest(
+            messages=[Message.user("x")], tools=[tool], tool_choice=ToolChoice.tool("nope")
+        )
     with pytest.raises(ValueError, match="needs at least one tool"):
         InvocationRequest(messages=[Message.user("x")], tool_choice=ToolChoice.required())
     with pytest.raises(ValueError, match="unique"):

@@ -41,6 +41,8 @@ def test_tests_run_with_model_requests_disabled():
         ("http://localhost.evil.example", None, False),
         (None, "/tmp/stub_claude", True),
         (None, "claude", False),
+        (None, "/usr/local/bin/claude", False),
+        (None, "/tmp/../usr/bin/claude", False),
     ],
 )
 def test_loopback_scope(url, executable, allowed):
@@ -53,6 +55,19 @@ def test_loopback_scope(url, executable, allowed):
     assert model_request_scope() == "none"  # restored
 
 
+def test_registered_stub_directories_are_allowed(tmp_path, monkeypatch):
+    import relay_nb.runtime.switch as switch
+
+    monkeypatch.setattr(switch, "_stub_directories", [])
+    monkeypatch.setattr(switch.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    stub = tmp_path / "stubs" / "claude"
+    with allow_model_requests("loopback"):
+        with pytest.raises(ModelRequestsBlocked):
+            check_model_request("rt", executable=str(stub))
+        switch.add_stub_directory(tmp_path / "stubs")
+        check_model_request("rt", executable=str(stub))
+
+
 def test_scope_values_are_checked():
     with pytest.raises(ConfigurationError):
         set_model_request_scope("some")  # type: ignore[arg-type]
@@ -62,13 +77,18 @@ def test_scope_values_are_checked():
 def test_env_var_sets_the_starting_scope():
     code = "import relay_nb.runtime.switch as s; print(s.model_request_scope())"
     out = subprocess.run(
-        [sys.executable, "-c", code], env={"RELAY_MODEL_REQUESTS": "none", "PATH": ""},
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        env={"RELAY_MODEL_REQUESTS": "none", "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "none"
     bad = subprocess.run(
-        [sys.executable, "-c", code], env={"RELAY_MODEL_REQUESTS": "maybe", "PATH": ""},
-        capture_output=True, text=True,
+        [sys.executable, "-c", code],
+        env={"RELAY_MODEL_REQUESTS": "maybe", "PATH": ""},
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode != 0 and "RELAY_MODEL_REQUESTS" in bad.stderr
 

@@ -1,0 +1,434 @@
+"""``AnthropicRuntime``: one invocation is one Messages API request through the official SDK.
+
+This is the only module in the library that imports ``anthropic``, and it does so inside
+functions: the SDK (and httpx2 under it) costs a noticeable import time that a notebook using
+a scripted or CLI runtime should never pay. Any Anthropic-compatible server works through
+``base_url``.
+
+The runtime stays thin on purpose. It maps the portable request onto the wire format and the
+response back, and lets SDK exceptions escape: :meth:`BaseRuntime.invoke` turns them into
+content-free :class:`InvocationError`s with the same table every HTTP runtime uses. The SDK's
+own retries are off by default (``max_retries=0``), because retrying belongs to the caller,
+who knows the budget and the alternatives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from relay_nb.errors import InvocationError
+from relay_nb.runtime.base import BaseRuntime, TextCallback
+from relay_nb.runtime.failures import classify_status
+from relay_nb.runtime.switch import check_model_request
+from relay_nb.runtime.types import (
+    Capabilities,
+    InvocationRequest,
+    InvocationResult,
+    Message,
+    TextPart,
+    ToolCall,
+    ToolCallPart,
+    ToolChoice,
+    ToolResultPart,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from anthropic.lib.streaming import AsyncMessageStream
+    from anthropic.types import Message as ApiMessage
+
+__all__ = ["DEFAULT_BASE_URL", "AnthropicRuntime"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+# Error types the API can send as an SSE ``error`` event after a 200 response has started.
+# The SDK raises those with the 200 status, which the status table would call an unexpected
+# failure; they are mapped to the status the API uses for the same error outside a stream.
+_STREAM_ERROR_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_CAPABILITIES = Capabilities(
+    structured_tools=True,
+    streaming=True,
+    abort=True,
+    usage=True,
+    structured_tools_fidelity="native",
+    output_token_limit_fidelity="native",
+    physical_batch=False,
+)
+
+
+class _Secret:
+    """Holds the API key so no repr, ``vars()`` dump or traceback local shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
+
+
+@dataclass
+class _ClientSlot:
+    """The SDK client for one event loop, key and base URL (httpx clients are loop-bound).
+
+    ``closer`` is a parked async generator whose ``finally`` closes the client. The loop it
+    was started on closes it in ``shutdown_asyncgens()``, which ``asyncio.run`` and
+    pytest-asyncio call before closing the loop, so a runtime used from successive
+    ``asyncio.run`` calls does not leak a pooled connection per loop even without
+    :meth:`AnthropicRuntime.aclose`.
+    """
+
+    client: AsyncAnthropic
+    loop: asyncio.AbstractEventLoop
+    api_key: _Secret
+    base_url: str
+    closer: AsyncGenerator[None, None]
+
+    @classmethod
+    async def open(cls, client: AsyncAnthropic, api_key: _Secret, base_url: str) -> _ClientSlot:
+        closer = _close_at_loop_shutdown(client)
+        await anext(closer)  # runs to the yield at once; registers with the running loop
+        return cls(client, asyncio.get_running_loop(), api_key, base_url, closer)
+
+    def serves(self, loop: asyncio.AbstractEventLoop, api_key: _Secret, base_url: str) -> bool:
+        return (
+            self.loop is loop
+            and self.api_key.reveal() == api_key.reveal()
+            and self.base_url == base_url
+        )
+
+    async def close(self) -> None:
+        """Close on the client's own loop; a closed loop has already run the closer."""
+        if self.loop is asyncio.get_running_loop():
+            await self.closer.aclose()
+        elif self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(_aclose(self.closer), self.loop)
+
+
+async def _close_at_loop_shutdown(client: AsyncAnthropic) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()
+
+
+async def _aclose(generator: AsyncGenerator[None, None]) -> None:
+    await generator.aclose()
+
+
+async def _import_sdk() -> None:
+    """Import ``anthropic`` in a worker thread the first time.
+
+    The import takes about two seconds; on the event loop it would freeze a notebook's
+    widgets and keep ``invoke(timeout=...)`` and abort from firing during the first call.
+    """
+    global _sdk_imported
+    if not _sdk_imported:
+        await asyncio.to_thread(importlib.import_module, "anthropic")
+        _sdk_imported = True
+
+
+_sdk_imported = False
+
+
+class AnthropicRuntime(BaseRuntime):
+    """The Anthropic Messages API (or a compatible server) as a :class:`ModelRuntime`.
+
+    ``timeout`` is the SDK's HTTP timeout (connect, and each read and write); a wall-clock
+    limit for a whole invocation is ``invoke(timeout=...)``. The key comes from ``api_key``
+    or, at invoke time, ``ANTHROPIC_API_KEY``; it is always handed to the SDK explicitly so
+    the SDK never goes looking in profile files or federation settings.
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str = "claude-sonnet-4-6",
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 0,
+        default_max_output_tokens: int = 4096,
+        prompt_caching: bool = False,
+    ) -> None:
+        self.model = model
+        self.id = f"anthropic:{model}"
+        self._api_key = _Secret(api_key) if api_key else None
+        self._base_url = base_url
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.default_max_output_tokens = default_max_output_tokens
+        self.prompt_caching = prompt_caching
+        self._slot: _ClientSlot | None = None
+
+    # -- ModelRuntime ----------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        return _CAPABILITIES.model_copy()
+
+    @property
+    def base_url(self) -> str:
+        """Where requests go: the constructor's URL, else ``ANTHROPIC_BASE_URL``, else the API."""
+        return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+
+    def _check_allowed(self) -> None:
+        check_model_request(self.id, url=self.base_url)
+
+    async def _invoke(
+        self, request: InvocationRequest, *, on_text: TextCallback | None
+    ) -> InvocationResult:
+        client = await self._client()
+        params = self._params(request)
+        started = time.perf_counter()
+        if on_text is None:
+            message = await client.messages.create(**params)
+        else:
+            message = await _stream(client, params, on_text)
+        latency_ms = (time.perf_counter() - started) * 1000
+        return self._result(message, latency_ms)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; the next invoke opens a new one. Safe to call twice."""
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            await slot.close()
+
+    # -- request mapping -------------------------------------------------------------------
+
+    def _params(self, request: InvocationRequest) -> dict[str, Any]:
+        """The keyword arguments for ``messages.create`` and ``messages.stream``.
+
+        ``request.metadata`` is deliberately absent: it is the caller's correlation data,
+        not something to hand to a provider.
+        """
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_output_tokens or self.default_max_output_tokens,
+            "messages": _api_messages(request.messages),
+        }
+        system = request.system_text()
+        if system:
+            params["system"] = _system_param(system, cache=self.prompt_caching)
+        if request.tools:
+            params["tools"] = _tools_param(request, cache=self.prompt_caching)
+        if request.tool_choice is not None:
+            params["tool_choice"] = _tool_choice_param(request.tool_choice)
+        return params
+
+    # -- response mapping ------------------------------------------------------------------
+
+    def _result(self, message: ApiMessage, latency_ms: float) -> InvocationResult:
+        served = getattr(message, "model", None)
+        content = list(getattr(message, "content", None) or [])
+        return InvocationResult(
+            provider=self.provider,
+            model=served or self.model,
+            model_source="provider-reported" if served else "configured",
+            output_text="".join(block.text for block in content if block.type == "text"),
+            tool_calls=[
+                ToolCall(id=block.id, name=block.name, input=dict(block.input))
+                for block in content
+                if block.type == "tool_use"
+            ],
+            usage=_usage(message),
+            latency_ms=latency_ms,
+            stop_reason=getattr(message, "stop_reason", None),
+        )
+
+    # -- client per event loop -------------------------------------------------------------
+
+    async def _client(self) -> AsyncAnthropic:
+        """The client for the running loop, key and base URL; rebuilt when one changed."""
+        key = self._resolve_key()
+        await _import_sdk()
+        loop, base_url = asyncio.get_running_loop(), self.base_url
+        check_model_request(self.id, url=base_url)  # the URL used is the URL checked
+        old = self._slot
+        if old is not None and old.serves(loop, key, base_url):
+            return old.client
+        self._slot = await _ClientSlot.open(self._new_client(key, base_url), key, base_url)
+        if old is not None:
+            await old.close()
+        return self._slot.client
+
+    def _resolve_key(self) -> _Secret:
+        if self._api_key is not None:
+            return self._api_key
+        from_env = os.environ.get("ANTHROPIC_API_KEY")
+        if not from_env:
+            raise InvocationError(
+                "AUTHENTICATION_FAILED",
+                f"no Anthropic API key for {self.id}; set ANTHROPIC_API_KEY or pass api_key=",
+                False,
+            )
+        return _Secret(from_env)
+
+    def _new_client(self, key: _Secret, base_url: str) -> AsyncAnthropic:
+        from anthropic import AsyncAnthropic
+
+        return AsyncAnthropic(
+            api_key=key.reveal(),
+            base_url=base_url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            open_telemetry=False,  # prompts and outputs must not leak into trace exporters
+        )
+
+
+async def _stream(
+    client: AsyncAnthropic, params: dict[str, Any], on_text: TextCallback
+) -> ApiMessage:
+    """Run the request as an SSE stream, feeding text deltas to ``on_text`` as they arrive."""
+    from anthropic import APIStatusError
+
+    try:
+        async with client.messages.stream(**params) as stream:
+            return await _drain(stream, on_text)
+    except APIStatusError as exc:
+        translated = _mid_stream_error(exc)
+        if translated is None:
+            raise
+        raise translated from None
+
+
+async def _drain(stream: AsyncMessageStream[Any], on_text: TextCallback) -> ApiMessage:
+    """Consume every event; a stream that ends without ``message_stop`` is incomplete."""
+    completed = False
+    async for event in stream:
+        if event.type == "text":
+            on_text(event.text)
+        elif event.type == "message_stop":
+            completed = True
+    if not completed:
+        raise InvocationError(
+            "PROVIDER_UNAVAILABLE",
+            "the anthropic response stream ended before the message was complete",
+            True,
+        )
+    return await stream.get_final_message()
+
+
+def _mid_stream_error(exc: Exception) -> InvocationError | None:
+    """Classify an SSE ``error`` event, which the SDK raises with the stream's HTTP 200.
+
+    The status table would call that an unexpected failure, so the event's error type is
+    mapped to the status the API uses for the same error before a stream starts. Only a type
+    from the fixed table is named in the message. ``None``: not a mid-stream error.
+    """
+    status = getattr(exc, "status_code", None)
+    error_type = getattr(exc, "type", None)
+    if not isinstance(status, int) or status >= 400 or not isinstance(error_type, str):
+        return None
+    mapped = _STREAM_ERROR_STATUS.get(error_type)
+    if mapped is None:
+        return None
+    code, retryable = classify_status(mapped)
+    hint = "try again shortly" if retryable else "the message was not completed"
+    return InvocationError(code, f"anthropic reported {error_type} mid-stream; {hint}", retryable)
+
+
+def _api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Non-system messages as API turns: tool results ride in user turns, same roles merge."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = [block for part in message.parts() if (block := _block(part)) is not None]
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        turn["content"] = _tool_results_first(turn["content"])
+    return turns
+
+
+def _block(part: TextPart | ToolCallPart | ToolResultPart) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        # The API rejects empty text blocks; an empty part carries nothing anyway.
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ToolCallPart):
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
+    return {
+        "type": "tool_result",
+        "tool_use_id": part.tool_call_id,
+        "content": part.content,
+        "is_error": part.is_error,
+    }
+
+
+def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The API wants a user turn's tool results before its text; merging can break that."""
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    return results + [b for b in blocks if b["type"] != "tool_result"]
+
+
+def _system_param(system: str, *, cache: bool) -> str | list[dict[str, Any]]:
+    if not cache:
+        return system
+    return [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
+
+
+def _tools_param(request: InvocationRequest, *, cache: bool) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    for spec in request.tools:
+        tool: dict[str, Any] = {"name": spec.name, "input_schema": spec.input_schema}
+        if spec.description:
+            tool["description"] = spec.description
+        tools.append(tool)
+    if cache:
+        # Tools precede the system prompt in the cached prefix, so marking the last tool
+        # caches all of them; the system block's marker extends the prefix past the prompt.
+        tools[-1]["cache_control"] = dict(_EPHEMERAL)
+    return tools
+
+
+def _tool_choice_param(choice: ToolChoice) -> dict[str, str]:
+    if choice.type == "required":
+        return {"type": "any"}
+    if choice.type == "tool":
+        return {"type": "tool", "name": choice.name or ""}
+    return {"type": "auto"}
+
+
+def _usage(message: ApiMessage) -> Usage:
+    """Provider counts as reported; cost stays unknown here (pricing is the agent's job)."""
+    usage = getattr(message, "usage", None)
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=getattr(usage, "input_tokens", None),
+        output_tokens=getattr(usage, "output_tokens", None),
+        cache_read_tokens=getattr(usage, "cache_read_input_tokens", None),
+        cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None),
+    )

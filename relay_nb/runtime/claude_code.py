@@ -1,0 +1,692 @@
+"""``ClaudeCodeRuntime``: one invocation = one ``claude -p --output-format json`` run.
+
+Authentication stays with the installed CLI (its login or its own API key); this module
+never reads, copies or stores credentials. The CLI's built-in tools are switched off with
+``--tools ""`` and MCP servers with ``--strict-mcp-config``, so nothing the model writes is
+ever executed on this machine; a structured tool becomes a ``--json-schema`` output
+constraint, which is why a request with tools must force exactly one of them.
+
+Failures are classified in the Relay order (structured report status, report limit wording,
+auth wording, limit wording, unavailability wording, exit code). Messages are assembled
+from fixed phrases; the only CLI-derived pieces are numbers, month names from a fixed table
+and the exit code, so no prompt, key or provider text can leak into an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.runtime.process import ProcessOutput, ProcessRuntime
+from relay_nb.runtime.types import (
+    Capabilities,
+    InvocationRequest,
+    InvocationResult,
+    Message,
+    TextPart,
+    ToolCall,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+)
+
+__all__ = ["ClaudeCodeProfile", "ClaudeCodeRuntime"]
+
+ModelSource = Literal["provider-reported", "configured"]
+
+PROVIDER = "claude-code"
+_LABEL = "Claude Code"
+
+_CAPABILITIES = Capabilities(
+    structured_tools=True,
+    structured_tools_fidelity="native",
+    streaming=False,
+    abort=True,
+    usage=True,
+    output_token_limit_fidelity="unavailable",
+    physical_batch=False,
+    single_forced_tool_only=True,
+)
+
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,127}$")
+"""A model alias or id; never starting with '-', so it cannot be read as a CLI flag."""
+
+# Flags this runtime sets itself, or that would give the model tools to run: extra_args
+# may not override them, because "model-written code is never executed" must hold.
+_RESERVED_FLAGS = frozenset(
+    {
+        "-p",
+        "--print",
+        "--output-format",
+        "--input-format",
+        "--model",
+        "--tools",
+        "--allowedTools",
+        "--allowed-tools",
+        "--strict-mcp-config",
+        "--mcp-config",
+        "--system-prompt",
+        "--system-prompt-file",
+        "--json-schema",
+        "--permission-mode",
+        "--dangerously-skip-permissions",
+        "--allow-dangerously-skip-permissions",
+    }
+)
+
+
+class ClaudeCodeRuntime(ProcessRuntime):
+    """Runs requests through the locally installed, locally authenticated ``claude`` CLI.
+
+    ``env`` adds variables on top of this process's environment for the CLI only; it is
+    never echoed into results or errors. ``timeout`` is the default per-invocation limit;
+    on timeout or abort the CLI and everything it spawned are killed.
+    """
+
+    def __init__(
+        self,
+        model: str = "sonnet",
+        *,
+        executable: str = "claude",
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        max_output_bytes: int = 8_000_000,
+        timeout: float | None = 300.0,
+    ) -> None:
+        if not _MODEL_NAME.match(model):
+            raise ConfigurationError(
+                f"model {model!r} is not a Claude model alias or id (e.g. 'sonnet')"
+            )
+        _check_extra_args(extra_args)
+        self.model = model
+        super().__init__(
+            runtime_id=f"{PROVIDER}:{model}",
+            provider=PROVIDER,
+            executable=executable,
+            profile=ClaudeCodeProfile(model),
+            capabilities=_CAPABILITIES,
+            extra_args=extra_args,
+            env=env,
+            cwd=cwd,
+            max_output_bytes=max_output_bytes,
+            timeout=timeout,
+        )
+
+
+def _check_extra_args(extra_args: Sequence[str]) -> None:
+    for arg in extra_args:
+        flag = arg.split("=", 1)[0]
+        if flag in _RESERVED_FLAGS:
+            raise ConfigurationError(
+                f"extra_args may not contain {flag}: ClaudeCodeRuntime sets it itself or it "
+                "would let the model run tools"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeCodeProfile:
+    """The ``claude`` codec: request -> argv/stdin, JSON result -> InvocationResult."""
+
+    model: str
+
+    def prepare(self, request: InvocationRequest) -> tuple[list[str], bytes]:
+        """Argv and stdin. The conversation goes on stdin (no argv size limit, not in
+        ``ps``); only the system prompt and schema ride on argv, as the CLI takes them."""
+        tool = forced_tool(request)
+        args = ["-p", "--output-format", "json", "--model", self.model]
+        args += ["--tools", "", "--strict-mcp-config"]
+        system = request.system_text()
+        if system:
+            args += ["--system-prompt", system]
+        if tool is not None:
+            args += ["--json-schema", json.dumps(tool.input_schema, separators=(",", ":"))]
+        return args, render_prompt(request, tool).encode("utf-8")
+
+    def parse(self, output: ProcessOutput, request: InvocationRequest) -> InvocationResult:
+        report = load_report(output.stdout)
+        if report is None:
+            raise InvocationError(
+                "RUNTIME_FAILURE",
+                f"{_LABEL} printed no JSON result; check that executable= is a Claude Code "
+                "CLI that supports --output-format json",
+                False,
+            )
+        if reports_failure(report):
+            raise classify_failure(report, output.stderr, exit_code=None)
+        return build_result(report, request, self.model)
+
+    def classify_failure(
+        self, output: ProcessOutput, request: InvocationRequest
+    ) -> InvocationError | None:
+        report = load_report(output.stdout)
+        failed_report = report if report is not None and reports_failure(report) else None
+        return classify_failure(failed_report, output.stderr, exit_code=output.exit_code)
+
+
+# --------------------------------------------------------------------------- request side
+
+
+def forced_tool(request: InvocationRequest) -> ToolSpec | None:
+    """The one tool the CLI must fill, or None for a text request; refuse anything else.
+
+    The CLI takes a schema as an output constraint, not a menu of tools, so "auto" and
+    "required among several" cannot be honoured and are refused rather than approximated.
+    """
+    if not request.tools:
+        return None
+    choice = request.tool_choice
+    if choice is None or choice.type == "auto":
+        raise InvocationError(
+            "INVALID_REQUEST",
+            f"{_LABEL} cannot let the model choose among tools; force one with "
+            "ToolChoice.tool(name)",
+            False,
+        )
+    if choice.type == "required":
+        if len(request.tools) != 1:
+            raise InvocationError(
+                "INVALID_REQUEST",
+                f"{_LABEL} can force only one tool; 'required' needs exactly one declared "
+                "tool, or use ToolChoice.tool(name)",
+                False,
+            )
+        return request.tools[0]
+    return next(t for t in request.tools if t.name == choice.name)
+
+
+def render_prompt(request: InvocationRequest, tool: ToolSpec | None) -> str:
+    """The stdin text: the conversation (system messages go to --system-prompt) plus, for a
+    forced tool, its instructions, since the CLI passes the schema on but not as prose."""
+    turns = [m for m in request.messages if m.role != "system"]
+    if len(turns) == 1 and all(isinstance(p, TextPart) for p in turns[0].parts()):
+        body = turns[0].text()  # a single question reads best without transcript framing
+    else:
+        rendered = "\n\n".join(block for m in turns for block in _render_message(m))
+        body = (
+            "The conversation so far is below. Reply as the assistant to its last turn.\n\n"
+            + rendered
+        )
+    if tool is None:
+        return body
+    return body + "\n\n" + _tool_instructions(tool)
+
+
+def _render_message(message: Message) -> Iterator[str]:
+    """Blocks of a readable transcript; the CLI has no message list, only one prompt."""
+    for part in message.parts():
+        if isinstance(part, TextPart):
+            if part.text:
+                yield f"{message.role.capitalize()}:\n{part.text}"
+        elif isinstance(part, ToolCallPart):
+            arguments = json.dumps(part.input, ensure_ascii=False, sort_keys=True)
+            yield f"Assistant called tool {part.name} (call {part.id}) with input:\n{arguments}"
+        elif isinstance(part, ToolResultPart):
+            kind = "Error from" if part.is_error else "Result of"
+            yield f"{kind} tool call {part.tool_call_id}:\n{part.content}"
+
+
+def _tool_instructions(tool: ToolSpec) -> str:
+    lines = [
+        f'Answer by producing the input of the tool "{tool.name}" as a JSON object that '
+        "matches the given JSON schema."
+    ]
+    if tool.description.strip():
+        lines.append(f"Tool description: {tool.description.strip()}")
+    fields = schema_descriptions(tool.input_schema)
+    if fields:
+        lines.append("Field descriptions:")
+        lines += [f"- {path or '(the whole input)'}: {text}" for path, text in fields]
+    return "\n".join(lines)
+
+
+_MAX_SCHEMA_DEPTH = 32
+
+
+def schema_descriptions(schema: Any) -> list[tuple[str, str]]:
+    """Every ``description`` in a JSON schema with a readable path, in document order.
+
+    Walks the root, ``properties``, a single-schema ``items``, ``anyOf``/``oneOf``/``allOf``
+    branches and ``$defs``/``definitions``; other keywords are left to the CLI, which
+    receives the full schema anyway. Duplicates are dropped so a branch repeating its
+    parent's text does not say it twice.
+    """
+    found: list[tuple[str, str]] = []
+    _collect(schema, "", 0, found)
+    return list(dict.fromkeys(found))
+
+
+def _collect(schema: Any, path: str, depth: int, found: list[tuple[str, str]]) -> None:
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
+        return
+    description = schema.get("description")
+    if isinstance(description, str) and description.strip():
+        found.append((path, description.strip()))
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name, sub in properties.items():
+            _collect(sub, f"{path}.{name}" if path else str(name), depth + 1, found)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _collect(items, f"{path}[]" if path else "[]", depth + 1, found)
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(keyword)
+        if isinstance(branches, list):
+            for branch in branches:
+                _collect(branch, path, depth + 1, found)
+    for keyword in ("$defs", "definitions"):
+        definitions = schema.get(keyword)
+        if isinstance(definitions, dict):
+            for name, sub in definitions.items():
+                _collect(sub, f"{keyword}.{name}", depth + 1, found)
+
+
+# -------------------------------------------------------------------------- result side
+
+
+def load_report(stdout: bytes) -> dict[str, Any] | None:
+    """The CLI's final ``{"type": "result", ...}`` object, or None if there is none.
+
+    Accepts the single object ``--output-format json`` prints, and the event array or
+    line-per-event form ``--verbose`` produces (the last result event wins).
+    """
+    text = stdout.decode("utf-8", errors="replace").strip()
+    if not text:
+        return None
+    try:
+        return _pick_report(json.loads(text))
+    except (ValueError, RecursionError):
+        pass
+    for line in reversed(text.splitlines()):
+        try:
+            report = _pick_report(json.loads(line))
+        except (ValueError, RecursionError):
+            continue
+        if report is not None:
+            return report
+    return None
+
+
+def _pick_report(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, list):
+        results = [v for v in value if isinstance(v, dict) and v.get("type") == "result"]
+        return results[-1] if results else None
+    if isinstance(value, dict) and value.get("type", "result") == "result":
+        return value
+    return None
+
+
+def reports_failure(report: Mapping[str, Any]) -> bool:
+    """Whether the result object describes a failed run (its text is then diagnostics)."""
+    subtype = report.get("subtype")
+    return report.get("is_error") is True or (
+        isinstance(subtype, str) and subtype.startswith("error")
+    )
+
+
+def build_result(
+    report: Mapping[str, Any], request: InvocationRequest, configured_model: str
+) -> InvocationResult:
+    """Map a successful result object. For a forced tool the answer *is* the tool call, so
+    ``output_text`` stays empty, as with a forced tool on the Messages API."""
+    tool = forced_tool(request)
+    text = report.get("result") if isinstance(report.get("result"), str) else ""
+    usage = _usage(report)
+    model, source = served_model(report.get("modelUsage"), configured_model)
+    stop = report.get("stop_reason")
+    return InvocationResult(
+        provider=PROVIDER,
+        model=model,
+        model_source=source,
+        output_text="" if tool is not None else text,
+        tool_calls=[_tool_call(tool, report)] if tool is not None else [],
+        usage=usage,
+        stop_reason=stop if isinstance(stop, str) and len(stop) <= 64 else None,
+        warnings=_token_warnings(usage, request),
+    )
+
+
+def served_model(model_usage: Any, configured: str) -> tuple[str, ModelSource]:
+    """The served model when ``modelUsage`` names exactly one; otherwise the configured one,
+    because picking one of several (e.g. a helper model) would be a guess."""
+    if isinstance(model_usage, dict) and len(model_usage) == 1:
+        (name,) = model_usage
+        if isinstance(name, str) and _MODEL_NAME.match(name):
+            return name, "provider-reported"
+    return configured, "configured"
+
+
+def _tool_call(tool: ToolSpec, report: Mapping[str, Any]) -> ToolCall:
+    structured = report.get("structured_output")
+    if not isinstance(structured, dict):
+        structured = _json_object(report.get("result"))
+    if structured is None:
+        raise InvocationError(
+            "RUNTIME_FAILURE",
+            f"{_LABEL} returned no structured output for tool {tool.name!r}",
+            False,
+        )
+    return ToolCall(id=f"toolu_cc_{uuid.uuid4().hex[:24]}", name=tool.name, input=structured)
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _usage(report: Mapping[str, Any]) -> Usage:
+    raw = report.get("usage")
+    tokens: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+    return Usage(
+        input_tokens=_count(tokens.get("input_tokens")),
+        output_tokens=_count(tokens.get("output_tokens")),
+        cache_read_tokens=_count(tokens.get("cache_read_input_tokens")),
+        cache_write_tokens=_count(tokens.get("cache_creation_input_tokens")),
+        cost_usd=_cost(report.get("total_cost_usd")),
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count as reported, or None: a malformed number must not fail the result."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
+def _cost(value: Any) -> float | None:
+    """The CLI's own cost figure, or None; Relay never estimates a missing cost."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def _token_warnings(usage: Usage, request: InvocationRequest) -> list[str]:
+    limit, observed = request.max_output_tokens, usage.output_tokens
+    if limit is None or observed is None or observed <= limit:
+        return []
+    return [
+        f"OUTPUT_TOKEN_LIMIT_NOT_ENFORCED: requested {limit}, observed {observed}; "
+        f"{_LABEL} has no per-invocation output limit"
+    ]
+
+
+# ---------------------------------------------------------------------- failure side
+
+_KNOWN_SUBTYPES = frozenset(
+    {
+        "error_max_turns",
+        "error_during_execution",
+        "error_max_budget_usd",
+        "error_max_structured_output_retries",
+    }
+)
+_API_ERROR_STATUS = re.compile(r"^\s*API Error:\s*(\d{3})\b")
+_AUTH_TEXT = re.compile(
+    r"invalid (?:x-)?api[ -]?key|authentication[ _](?:error|failed)|\bunauthori[sz]ed\b"
+    r"|not (?:logged|signed) in|please run /login|\blog ?in again\b|oauth token"
+    r"|token (?:has )?expired|invalid (?:bearer )?(?:token|credentials?)"
+    r"|credentials? (?:are |is )?(?:missing|invalid|expired)|permission_error"
+    r"|api error:\s*40[13]\b",
+    re.IGNORECASE,
+)
+_UNAVAILABLE_TEXT = re.compile(r"\b(?:overloaded|unavailable|temporarily)\b", re.IGNORECASE)
+
+
+def classify_failure(
+    report: Mapping[str, Any] | None, stderr: bytes, *, exit_code: int | None
+) -> InvocationError:
+    """Steps 1-6 of the Relay harness order for a failed run.
+
+    ``report`` is the CLI's JSON result only when it says ``is_error`` (a successful answer
+    is model prose and is never scanned). ``exit_code`` None means the run exited 0 but
+    reported an error: only steps 1-4 apply then.
+    """
+    report_text = _report_text(report)
+    stderr_text = stderr.decode("utf-8", errors="replace")
+    status = _report_status(report, report_text)
+    if status in (401, 403):
+        return _auth_error(status)
+    limited = rate_limit_error(report_text, status_429=status == 429)
+    if limited is not None:
+        return limited
+    if _AUTH_TEXT.search(stderr_text) or _AUTH_TEXT.search(report_text):
+        return _auth_error(None)
+    limited = rate_limit_error(stderr_text, status_429=False)
+    if limited is not None:
+        return limited
+    if exit_code is None:
+        return InvocationError("RUNTIME_FAILURE", _failed_run_message(report), False)
+    if (status is not None and status >= 500 and status != 501) or any(
+        _UNAVAILABLE_TEXT.search(t) for t in (stderr_text, report_text)
+    ):
+        return InvocationError(
+            "PROVIDER_UNAVAILABLE",
+            f"{_LABEL} reports the model service is overloaded or unavailable; try again shortly",
+            True,
+        )
+    how = f"was killed by signal {-exit_code}" if exit_code < 0 else f"exited with code {exit_code}"
+    return InvocationError("RUNTIME_FAILURE", f"{_LABEL} {how}", False)
+
+
+def _report_text(report: Mapping[str, Any] | None) -> str:
+    if report is None:
+        return ""
+    errors = report.get("errors")
+    parts = [report.get("result"), *(errors if isinstance(errors, list) else [])]
+    return "\n".join(p for p in parts if isinstance(p, str))
+
+
+def _report_status(report: Mapping[str, Any] | None, text: str) -> int | None:
+    if report is None:
+        return None
+    status = report.get("api_error_status")
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        return status
+    match = _API_ERROR_STATUS.match(text)
+    return int(match.group(1)) if match else None
+
+
+def _auth_error(status: int | None) -> InvocationError:
+    suffix = f" (HTTP {status})" if status is not None else ""
+    return InvocationError(
+        "AUTHENTICATION_FAILED",
+        f"{_LABEL} is not logged in or its credentials were refused{suffix}; run `claude` "
+        "once to log in, or check the key it is configured with",
+        False,
+    )
+
+
+def _failed_run_message(report: Mapping[str, Any] | None) -> str:
+    subtype = report.get("subtype") if report is not None else None
+    detail = f" ({subtype})" if subtype in _KNOWN_SUBTYPES else ""
+    return f"{_LABEL} reported a failed run{detail}"
+
+
+# --------------------------------------------------------------- rate-limit wording
+
+_KIND_WORDS = (
+    r"(?:(?P<model>opus|sonnet) )?"
+    r"(?P<kind>weekly|5[- ]?hour|five[- ]hour|5h|daily|monthly|session|usage|opus|sonnet"
+    r"|rate|request|plan|subscription)"
+)
+# Only forms that say a limit was *hit*: "weekly limit" alone may be a usage warning, and a
+# context-window, turn or output-token limit is not a rate limit at all.
+_LIMIT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = (
+    (re.compile(r"claude ai usage limit reached"), "usage"),
+    (
+        re.compile(
+            _KIND_WORDS + r" (?:usage )?limits? (?:has been |was )?(?:reached|exceeded|hit)"
+        ),
+        None,
+    ),
+    (
+        re.compile(
+            r"(?:you've|you have|you) (?:hit|reached|exceeded) (?:your|the) "
+            r"(?:" + _KIND_WORDS + r" )?(?:usage )?limit\b"
+        ),
+        None,
+    ),
+    (re.compile(r"\bout of (?:extra )?usage\b"), "usage"),
+    (re.compile(r"credit balance is too low|out of credits"), "credit"),
+    (
+        re.compile(
+            r"quota (?:has been )?(?:exceeded|exhausted|reached)|exceeded your (?:current )?quota"
+        ),
+        "quota",
+    ),
+    (
+        re.compile(
+            r"\brate[ _-]?limit(?:ed\b|_error| (?:reached|exceeded|hit))|too many requests"
+            r"|(?:api error|status|http)[: ]+429\b"
+        ),
+        "rate",
+    ),
+)
+_KIND_PHRASES = {
+    "weekly": "weekly limit reached",
+    "5-hour": "5-hour limit reached",
+    "daily": "daily limit reached",
+    "monthly": "monthly limit reached",
+    "session": "session limit reached",
+    "opus": "Opus limit reached",
+    "sonnet": "Sonnet limit reached",
+    "usage": "usage limit reached",
+    "credit": "credit balance too low",
+    "quota": "quota exhausted",
+    "rate": "rate limit reached",
+}
+_KIND_ALIASES = {
+    "5hour": "5-hour",
+    "5 hour": "5-hour",
+    "five-hour": "5-hour",
+    "five hour": "5-hour",
+    "5h": "5-hour",
+    "request": "rate",
+    "plan": "usage",
+    "subscription": "usage",
+}
+
+
+def rate_limit_error(text: str, *, status_429: bool) -> InvocationError | None:
+    """A RATE_LIMITED error when ``text`` says a limit was hit (or the status was 429).
+
+    The reason is a fixed phrase plus, when present, a reset time rebuilt from strictly
+    matched numbers, so nothing of ``text`` itself is copied.
+    """
+    normalized = text.replace("\u2019", "'").lower()
+    reason = limit_reason(normalized)
+    if reason is None and not status_429:
+        return None
+    reset = find_reset(normalized)
+    message = f"{_LABEL} rate limited: {reason or _KIND_PHRASES['rate']}"
+    if reset is not None:
+        message += f"; {reset.phrase}"
+    return InvocationError(
+        "RATE_LIMITED", message, True, retry_after_s=reset.seconds if reset else None
+    )
+
+
+def limit_reason(normalized: str) -> str | None:
+    """The fixed phrase for the limit the (lowercased) text says was hit, if any."""
+    for pattern, fixed in _LIMIT_PATTERNS:
+        match = pattern.search(normalized)
+        if match is None:
+            continue
+        if fixed is not None:
+            return _KIND_PHRASES[fixed]
+        word = match.group("kind") or "usage"
+        kind = _KIND_ALIASES.get(word, word)
+        phrase = _KIND_PHRASES.get(kind, _KIND_PHRASES["usage"])
+        model = match.group("model")
+        if model is not None and model != kind:  # "Opus weekly limit reached"
+            phrase = f"{model.capitalize()} {phrase}"
+        return phrase
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    phrase: str
+    seconds: float | None = None
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_RE = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\.?"
+_CLOCK_RE = (
+    r"(?:(?P<h12>1[0-2]|0?[1-9])(?::(?P<m12>[0-5]\d))? ?(?P<ampm>[ap])\.?m\.?"
+    r"|(?P<h24>[01]?\d|2[0-3]):(?P<m24>[0-5]\d))"
+)
+_ANCHOR = r"\b(?:resets?|try again|available again)\b(?: (?:at|on|in|after))?[ :]*"
+_EPOCH = re.compile(r"usage limit reached\|(?P<epoch>\d{10,13})\b")
+_DATE = re.compile(
+    _ANCHOR + _MONTH_RE + r" (?P<day>[0-2]?\d|3[01])(?:st|nd|rd|th)?\b"
+    r"(?:,? (?P<year>20\d\d)\b)?(?:,? (?:at )?" + _CLOCK_RE + r")?"
+)
+_CLOCK = re.compile(_ANCHOR + _CLOCK_RE)
+_DURATION = re.compile(
+    _ANCHOR + r"(?P<span>(?:\d{1,4} ?(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)"
+    r"\b[ ,]*(?:and )?){1,4})"
+)
+_DURATION_PART = re.compile(r"(\d{1,4}) ?(d|h|m|s)")
+_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def find_reset(normalized: str, *, now: datetime | None = None) -> Reset | None:
+    """A reset time in the limit text, re-rendered from its matched numbers only."""
+    if match := _EPOCH.search(normalized):
+        return _epoch_reset(int(match.group("epoch")), now or datetime.now(UTC))
+    if match := _DATE.search(normalized):
+        return _date_reset(match)
+    if match := _DURATION.search(normalized):
+        return _duration_reset(match.group("span"))
+    if match := _CLOCK.search(normalized):
+        return Reset(f"resets {_clock(match)}")
+    return None
+
+
+def _epoch_reset(epoch: int, now: datetime) -> Reset | None:
+    seconds = epoch / 1000 if epoch >= 10**12 else float(epoch)
+    try:
+        when = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    wait = (when - now).total_seconds()
+    phrase = f"resets {_MONTHS[when.month - 1].capitalize()} {when.day}, {when:%H:%M} UTC"
+    return Reset(phrase, wait if wait > 0 else None)
+
+
+def _date_reset(match: re.Match[str]) -> Reset:
+    phrase = f"resets {match.group('month').capitalize()} {int(match.group('day'))}"
+    if match.group("year"):
+        phrase += f", {match.group('year')}"
+    if match.group("h12") or match.group("h24"):
+        phrase += f", {_clock(match)}"
+    return Reset(phrase)
+
+
+def _duration_reset(span: str) -> Reset:
+    parts = [(int(n), unit) for n, unit in _DURATION_PART.findall(span)]
+    seconds = float(sum(n * _UNIT_SECONDS[unit] for n, unit in parts))
+    return Reset("resets in " + " ".join(f"{n}{unit}" for n, unit in parts), seconds)
+
+
+def _clock(match: re.Match[str]) -> str:
+    if match.group("h12"):
+        minutes = f":{match.group('m12')}" if match.group("m12") else ""
+        return f"{int(match.group('h12'))}{minutes}{match.group('ampm')}m"
+    return f"{int(match.group('h24')):02d}:{match.group('m24')}"

@@ -1,0 +1,562 @@
+"""A scripted local server that speaks the Anthropic Messages API wire format.
+
+Runtime tests drive the real ``anthropic`` SDK against this server instead of mocking it, so
+the request the SDK builds, its HTTP error handling and its SSE parser are all exercised. The
+server binds 127.0.0.1 on an ephemeral port (so the ``"loopback"`` model-request scope lets
+it through), answers ``POST /v1/messages`` from a queue of scripted replies, and records every
+request it received::
+
+    with AnthropicStub() as stub:
+        stub.enqueue(MessageReply(text="hello"), ErrorReply(status=529))
+        runtime = AnthropicRuntime(api_key="test-key", base_url=stub.base_url)
+        ...
+        assert stub.requests[0].body["max_tokens"] == 4096
+
+A reply is one of :class:`MessageReply` (JSON, or SSE when the request asked for
+``"stream": true``), :class:`ErrorReply`, :class:`DropConnection` or :class:`Delay`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import select
+import socket
+import socketserver
+import threading
+import time
+from collections import deque
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, Self, TypeAlias
+
+__all__ = [
+    "STUB_MODEL",
+    "AnthropicStub",
+    "Delay",
+    "DropConnection",
+    "ErrorReply",
+    "MessageReply",
+    "RecordedRequest",
+    "Reply",
+    "StreamFault",
+    "ToolUse",
+]
+
+STUB_MODEL = "claude-stub-served-1"
+"""The model a :class:`MessageReply` reports unless told otherwise (differs from any alias)."""
+
+_ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+_POLL_S = 0.02
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolUse:
+    """A ``tool_use`` content block; an empty ``id`` gets a unique ``toolu_stub_N``."""
+
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamFault:
+    """Break a streamed reply after ``after_deltas`` text deltas have been sent.
+
+    ``kind`` is how it breaks: ``"drop"`` closes the socket in the middle of the chunked body
+    (the client sees a broken transfer), ``"truncate"`` ends the body cleanly without the
+    closing events (as a misbehaving proxy might), ``"error"`` sends an SSE ``error`` event of
+    ``error_type`` (as the API does when it overloads mid-stream) and ends the stream.
+    """
+
+    after_deltas: int = 0
+    kind: Literal["drop", "truncate", "error"] = "drop"
+    error_type: str = "overloaded_error"
+    message: str = "stub stream failure"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageReply:
+    """A successful Messages API reply, sent as JSON or as an SSE stream.
+
+    ``text`` may be a sequence of strings: they are the streamed ``text_delta`` chunks, and
+    their concatenation is the JSON text. ``model=None`` leaves the model out of the body, as
+    some Anthropic-compatible servers do. ``stop_reason=None`` means ``"tool_use"`` when there
+    are tool uses, else ``"end_turn"``. ``event_delay_s`` pauses before each SSE event so a
+    test can act mid-stream. ``stream_fault`` only applies to streamed replies.
+    """
+
+    text: str | Sequence[str] = ""
+    tool_uses: Sequence[ToolUse] = ()
+    model: str | None = STUB_MODEL
+    stop_reason: str | None = None
+    input_tokens: int = 12
+    output_tokens: int = 7
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    event_delay_s: float = 0.0
+    stream_fault: StreamFault | None = None
+
+    @property
+    def text_deltas(self) -> list[str]:
+        """The chunks a stream sends; a plain string goes out in one delta."""
+        if isinstance(self.text, str):
+            return [self.text] if self.text else []
+        return [chunk for chunk in self.text if chunk]
+
+    @property
+    def full_text(self) -> str:
+        return "".join(self.text_deltas)
+
+    @property
+    def effective_stop_reason(self) -> str:
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "tool_use" if self.tool_uses else "end_turn"
+
+    def usage(self) -> dict[str, int]:
+        """The usage object, with the cache fields only when they were scripted."""
+        usage = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_creation_input_tokens is not None:
+            usage["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        if self.cache_read_input_tokens is not None:
+            usage["cache_read_input_tokens"] = self.cache_read_input_tokens
+        return usage
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorReply:
+    """An HTTP error with an Anthropic-style body ``{"type": "error", "error": {...}}``.
+
+    ``error_type`` defaults to the API's type for the status (``api_error`` if unknown).
+    ``headers`` are sent as given, e.g. ``{"retry-after": "7"}``.
+    """
+
+    status: int
+    message: str = "stub error"
+    error_type: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        kind = self.error_type or _ERROR_TYPES.get(self.status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": self.message}}
+
+
+@dataclass(frozen=True)
+class DropConnection:
+    """Close the connection after reading the request, without sending any response."""
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Wait ``seconds`` (cut short if the client disconnects or the stub stops), then reply."""
+
+    seconds: float
+    then: Reply = field(default_factory=lambda: MessageReply(text="late"))
+
+
+Reply: TypeAlias = MessageReply | ErrorReply | DropConnection | Delay
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the stub received it. Header names are lower-cased."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    raw_body: bytes
+
+
+class AnthropicStub:
+    """The server: start it with ``with`` (or :meth:`start`/:meth:`close`), script, assert.
+
+    Thread-safe: replies are consumed and requests recorded under one lock, so concurrent
+    invocations each get exactly one scripted reply, in arrival order.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._replies: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._abandoned = 0
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._server: _StubServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        if self._server is not None:
+            raise RuntimeError("AnthropicStub is already running")
+        self._stopping.clear()
+        self._server = _StubServer(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"anthropic-stub-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving, cut open connections and join every thread; idempotent."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        server.server_close()  # joins the handler threads (block_on_close)
+        thread.join()
+        self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- scripting and inspection ----------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("AnthropicStub is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give a client as its base URL (the SDK appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Append replies; each request consumes the oldest one.
+
+        A request that finds the queue empty gets a 500 ``api_error`` saying so.
+        """
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted replies no request has consumed yet."""
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def abandoned(self) -> int:
+        """Requests whose client hung up while a :class:`Delay` was pending (abort, timeout)."""
+        with self._lock:
+            return self._abandoned
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` requests have arrived; False on timeout."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._requests) >= count, timeout)
+
+    def wait_for_abandoned(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` delayed requests were abandoned by their client."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._abandoned >= count, timeout)
+
+    # -- called from handler threads -------------------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> Reply | None:
+        with self._lock:
+            self._requests.append(request)
+            reply = self._replies.popleft() if self._replies else None
+            self._lock.notify_all()
+            return reply
+
+    def _note_abandoned(self) -> None:
+        with self._lock:
+            self._abandoned += 1
+            self._lock.notify_all()
+
+    def _track(self, conn: socket.socket, *, active: bool) -> None:
+        with self._lock:
+            if not active:
+                self._connections.discard(conn)
+            elif self._stopping.is_set():  # accepted just as close() ran: cut it right away
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+            else:
+                self._connections.add(conn)
+
+    def _next_id(self, prefix: str) -> str:
+        return f"{prefix}_stub_{next(self._ids)}"
+
+
+class _StubServer(ThreadingHTTPServer):
+    daemon_threads = False  # so server_close() joins handler threads: nothing outlives close()
+    block_on_close = True
+
+    def __init__(self, stub: AnthropicStub) -> None:
+        self.stub = stub
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind resolves the host's FQDN, which can stall on a slow resolver.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = "127.0.0.1", int(self.server_address[1])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _StubServer
+    # HTTP/1.1 so a stream can be chunked (a mid-stream drop is then a broken transfer, not
+    # a clean end); every response says "Connection: close", so no keep-alive socket is
+    # left for a client to reuse after the stub changed its script.
+    protocol_version = "HTTP/1.1"
+    timeout = 10.0  # a client that connects and never sends cannot pin a thread for long
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.stub._track(self.connection, active=True)
+
+    def finish(self) -> None:
+        self.server.stub._track(self.connection, active=False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: test output should show the test's own failures, not an access log."""
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = _json_object(raw)
+        recorded = RecordedRequest(
+            method="POST",
+            path=self.path,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            body=body,
+            raw_body=raw,
+        )
+        reply = self.server.stub._record(recorded)
+        if self.path.split("?", 1)[0] != "/v1/messages":
+            reply = ErrorReply(status=404, message=f"the stub does not serve {self.path}")
+        elif reply is None:
+            reply = ErrorReply(status=500, message="AnthropicStub has no scripted reply left")
+        self._reply(reply, stream=body.get("stream") is True)
+
+    def do_GET(self) -> None:
+        self._reply(ErrorReply(status=404, message="the stub only serves POST /v1/messages"))
+
+    def _reply(self, reply: Reply, *, stream: bool = False) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):  # the client may be gone; that is its business
+            self._send(reply, stream=stream)
+
+    def _send(self, reply: Reply, *, stream: bool) -> None:
+        if isinstance(reply, Delay):
+            if self._wait_or_abandon(reply.seconds):
+                self._send(reply.then, stream=stream)
+        elif isinstance(reply, DropConnection):
+            return
+        elif isinstance(reply, ErrorReply):
+            self._send_json(reply.status, reply.body(), reply.headers)
+        elif stream:
+            self._send_stream(reply)
+        else:
+            self._send_json(200, _message_json(reply, self.server.stub), {})
+
+    def _wait_or_abandon(self, seconds: float) -> bool:
+        """Sleep in short slices; False if the client hung up or the stub is stopping."""
+        stub = self.server.stub
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if stub._stopping.is_set():
+                return False
+            state = _peer_state(self.connection, min(_POLL_S, left))
+            if state == "closed":
+                if not stub._stopping.is_set():  # close() cuts sockets too; not the client
+                    stub._note_abandoned()
+                return False
+            if state == "data":  # unexpected bytes: keep waiting without spinning
+                stub._stopping.wait(min(_POLL_S, left))
+        return not stub._stopping.is_set()
+
+    def _start(self, status: int, content_type: str, headers: Mapping[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("request-id", self.server.stub._next_id("req"))
+        self.send_header("connection", "close")
+        for name, value in headers.items():
+            self.send_header(name, value)
+
+    def _send_json(self, status: int, payload: dict[str, Any], headers: Mapping[str, str]) -> None:
+        data = json.dumps(payload).encode()
+        self._start(status, "application/json", headers)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_stream(self, reply: MessageReply) -> None:
+        self._start(200, "text/event-stream", {"cache-control": "no-cache"})
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for event in _stream_events(reply, self.server.stub):
+            if reply.event_delay_s and not self._wait_or_abandon(reply.event_delay_s):
+                return
+            if event == "drop":
+                return
+            if event == "truncate":
+                break
+            data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or ``{}`` when it is anything else."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _peer_state(conn: socket.socket, wait_s: float) -> Literal["idle", "data", "closed"]:
+    """Whether the client, within ``wait_s``, closed its end (readable, nothing to read)."""
+    readable, _, _ = select.select([conn], [], [], wait_s)
+    if not readable:
+        return "idle"
+    try:
+        return "data" if conn.recv(1, socket.MSG_PEEK) else "closed"
+    except OSError:
+        return "closed"
+
+
+def _message_json(reply: MessageReply, stub: AnthropicStub) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.full_text:
+        content.append({"type": "text", "text": reply.full_text})
+    content += [_tool_use_block(tool, stub, with_input=True) for tool in reply.tool_uses]
+    return _message_envelope(reply, stub, content, reply.effective_stop_reason, reply.usage())
+
+
+def _message_envelope(
+    reply: MessageReply,
+    stub: AnthropicStub,
+    content: list[dict[str, Any]],
+    stop_reason: str | None,
+    usage: dict[str, int],
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "id": stub._next_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if reply.model is not None:
+        message["model"] = reply.model
+    return message
+
+
+def _tool_use_block(tool: ToolUse, stub: AnthropicStub, *, with_input: bool) -> dict[str, Any]:
+    return {
+        "type": "tool_use",
+        "id": tool.id or stub._next_id("toolu"),
+        "name": tool.name,
+        "input": dict(tool.input) if with_input else {},
+    }
+
+
+_StreamItem: TypeAlias = dict[str, Any] | Literal["drop", "truncate"]
+
+
+def _stream_events(reply: MessageReply, stub: AnthropicStub) -> Iterator[_StreamItem]:
+    """The API's event sequence, cut short where a :class:`StreamFault` says."""
+    start_usage = {**reply.usage(), "output_tokens": 1}
+    envelope = _message_envelope(reply, stub, [], None, start_usage)
+    yield {"type": "message_start", "message": envelope}
+    index = 0
+    if reply.text_deltas or reply.stream_fault is not None:
+        completed = yield from _text_block_events(reply, index)
+        if not completed:
+            return
+        index += 1
+    for tool in reply.tool_uses:
+        yield from _tool_block_events(tool, stub, index)
+        index += 1
+    delta = {"stop_reason": reply.effective_stop_reason, "stop_sequence": None}
+    yield {"type": "message_delta", "delta": delta, "usage": reply.usage()}
+    yield {"type": "message_stop"}
+
+
+def _text_block_events(reply: MessageReply, index: int) -> Generator[_StreamItem, None, bool]:
+    """One text block; returns False if a fault ended the stream inside it."""
+    yield {
+        "type": "content_block_start",
+        "index": index,
+        "content_block": {"type": "text", "text": ""},
+    }
+    yield {"type": "ping"}
+    fault = reply.stream_fault
+    for sent, chunk in enumerate(reply.text_deltas):
+        if fault is not None and sent >= fault.after_deltas:
+            break
+        delta = {"type": "text_delta", "text": chunk}
+        yield {"type": "content_block_delta", "index": index, "delta": delta}
+    if fault is not None:
+        yield from _fault_events(fault)
+        return False
+    yield {"type": "content_block_stop", "index": index}
+    return True
+
+
+def _fault_events(fault: StreamFault) -> Iterator[_StreamItem]:
+    if fault.kind == "error":
+        yield {"type": "error", "error": {"type": fault.error_type, "message": fault.message}}
+        yield "truncate"
+    else:
+        yield fault.kind
+
+
+def _tool_block_events(tool: ToolUse, stub: AnthropicStub, index: int) -> Iterator[_StreamItem]:
+    block = _tool_use_block(tool, stub, with_input=False)
+    yield {"type": "content_block_start", "index": index, "content_block": block}
+    arguments = json.dumps(dict(tool.input))
+    middle = len(arguments) // 2  # two partial chunks, as the API splits tool input JSON
+    for part in (arguments[:middle], arguments[middle:]):
+        delta = {"type": "input_json_delta", "partial_json": part}
+        yield {"type": "content_block_delta", "index": index, "delta": delta}
+    yield {"type": "content_block_stop", "index": index}

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""A stand-in for ``claude -p --output-format json`` used by test_claude_code.py.
+
+It records its argv, stdin, pid (plus any child's pid) and environment *names* as JSON in
+the file named by ``STUB_CLAUDE_RECORD``, then behaves as ``STUB_CLAUDE_SCENARIO`` says.
+Output shapes follow the real CLI's result object (``type``/``subtype``/``is_error``/
+``result``/``usage``/``total_cost_usd``/``modelUsage``/``structured_output``/
+``api_error_status``). Every failure text carries ``SECRET`` so tests can prove no CLI
+output is copied into errors. Standard library only: it must run under any Python 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+SECRET = "sk-ant-api03-STUBSECRET-do-not-leak"
+SERVED = "claude-sonnet-4-5-20250929"
+HANG_S = 30.0
+
+
+def record(argv: list[str], stdin: str, children: list[int]) -> None:
+    """Write the record atomically so a polling test never reads half a file."""
+    path = os.environ.get("STUB_CLAUDE_RECORD")
+    if not path:
+        return
+    data = {
+        "argv": argv,
+        "stdin": stdin,
+        "pid": os.getpid(),
+        "children": children,
+        "env_names": sorted(os.environ),  # names only: values may be keys
+    }
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    os.replace(path + ".tmp", path)
+
+
+def result(**fields: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "duration_ms": 1234,
+        "num_turns": 1,
+        "result": "Hello from the stub.",
+        "session_id": "00000000-0000-0000-0000-000000000000",
+        "total_cost_usd": 0.0042,
+        "usage": {
+            "input_tokens": 8,
+            "output_tokens": 4,
+            "cache_read_input_tokens": 120,
+            "cache_creation_input_tokens": 16,
+        },
+        "modelUsage": {SERVED: {"inputTokens": 8, "outputTokens": 4, "costUSD": 0.0042}},
+        "stop_reason": "end_turn",
+    }
+    base.update(fields)
+    return base
+
+
+def error_report(text: str, status: int | None) -> dict[str, object]:
+    fields: dict[str, object] = {"is_error": True, "result": text, "total_cost_usd": 0}
+    if status is not None:
+        fields["api_error_status"] = status
+    return result(**fields)
+
+
+def emit(obj: object, code: int = 0, stderr: str = "") -> None:
+    sys.stdout.write(json.dumps(obj))
+    sys.stdout.flush()
+    if stderr:
+        sys.stderr.write(stderr)
+        sys.stderr.flush()
+    sys.exit(code)
+
+
+def fail(stderr: str, code: int = 1) -> None:
+    sys.stderr.write(stderr)
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def spawn_sleeper(ignore_term: bool, escape: bool) -> int:
+    """A child that keeps the stub's stdout open, as a real helper process would; with
+    ``escape`` it starts its own session, out of reach of a process-group kill."""
+    code = "import signal,time\n"
+    if ignore_term:
+        code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    code += f"time.sleep({HANG_S})\n"
+    return subprocess.Popen([sys.executable, "-c", code], start_new_session=escape).pid
+
+
+def hang(argv: list[str], stdin: str, *, child: bool, ignore_term: bool, escape: bool) -> None:
+    if ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    children = [spawn_sleeper(ignore_term, escape)] if child else []
+    time.sleep(0.2 if child else 0)  # let the child start and apply its own signal setup
+    record(argv, stdin, children)
+    time.sleep(HANG_S)
+    sys.exit(0)
+
+
+def flood(stream_name: str) -> None:
+    stream = getattr(sys, stream_name).buffer
+    chunk = b"x" * 65536
+    for _ in range(64):  # 4 MiB, far over the test's bound
+        stream.write(chunk)
+        stream.flush()
+    time.sleep(HANG_S)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    scenario = os.environ.get("STUB_CLAUDE_SCENARIO", "text")
+    if scenario == "no-read":
+        record(argv, "", [])
+        emit(result())
+    stdin = sys.stdin.read()
+    if scenario in ("hang", "hang-child", "hang-ignore-term", "hang-escaped-child"):
+        hang(
+            argv,
+            stdin,
+            child=scenario != "hang",
+            ignore_term=scenario == "hang-ignore-term",
+            escape=scenario == "hang-escaped-child",
+        )
+    record(argv, stdin, [])
+    schema_run = "--json-schema" in argv
+    if scenario == "text":
+        emit(result(structured_output={"answer": 42}) if schema_run else result())
+    elif scenario == "tool-in-result":
+        emit(result(result='{"answer": 7}'))
+    elif scenario == "tool-missing":
+        emit(result(result="I would rather chat."))
+    elif scenario == "two-models":
+        usage = {SERVED: {"outputTokens": 4}, "claude-haiku-4-5-20251001": {"outputTokens": 1}}
+        emit(result(modelUsage=usage))
+    elif scenario == "no-model-usage":
+        emit(result(modelUsage={}))
+    elif scenario == "many-tokens":
+        emit(result(usage={"input_tokens": 10, "output_tokens": 500}))
+    elif scenario == "auth-stderr":
+        fail(f"Invalid API key · Please run /login (key {SECRET})\n")
+    elif scenario == "weekly-limit":
+        fail(f"Weekly limit reached ∙ resets Oct 4, 2pm (Europe/Berlin) [{SECRET}]\n")
+    elif scenario == "overloaded":
+        fail(f"API Error: Overloaded, the service is temporarily busy {SECRET}\n")
+    elif scenario == "context-limit":
+        fail(f"Context limit reached: prompt is too long; max turns limit hit {SECRET}\n")
+    elif scenario == "random":
+        fail(f"TypeError: cannot read properties of undefined {SECRET}\n", code=3)
+    elif scenario == "report-401":
+        body = f'API Error: 401 {{"type":"error","error":{{"message":"{SECRET}"}}}}'
+        emit(error_report(body, 401), code=1)
+    elif scenario == "report-403-text":
+        emit(error_report(f"API Error: 403 forbidden {SECRET}", None), code=1)
+    elif scenario == "report-429":
+        emit(error_report(f"API Error: 429 rate_limit_error {SECRET}", 429), code=1)
+    elif scenario == "report-limit-exit0":
+        emit(error_report(f"You've hit your limit · resets 3pm (Europe/Berlin) {SECRET}", None))
+    elif scenario == "report-error-exit0":
+        emit(result(is_error=True, subtype="error_during_execution", result=SECRET))
+    elif scenario == "invalid-json":
+        sys.stdout.write(f"Welcome to Claude Code! {SECRET} {{not json")
+    elif scenario == "oversize-stdout":
+        flood("stdout")
+    elif scenario == "oversize-stderr":
+        flood("stderr")
+    else:
+        fail(f"stub: unknown scenario {scenario!r}\n", code=64)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,684 @@
+"""ClaudeCodeRuntime and the process transport, against ``stub_claude.py`` (no real CLI).
+
+The stub records its argv/stdin/pids to a file and behaves per ``STUB_CLAUDE_SCENARIO``.
+Process-lifecycle tests check ``/proc`` directly: "aborted" must mean the CLI *and* its
+child are gone, not merely that an exception was raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import shlex
+import signal
+import stat
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relay_nb.errors import ConfigurationError, InvocationError, ModelRequestsBlocked
+from relay_nb.runtime import (
+    AbortSignal,
+    InvocationRequest,
+    Message,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+)
+from relay_nb.runtime import process as process_module
+from relay_nb.runtime.claude_code import (
+    ClaudeCodeRuntime,
+    find_reset,
+    rate_limit_error,
+    schema_descriptions,
+)
+from relay_nb.runtime.process import run_process
+
+STUB = Path(__file__).with_name("stub_claude.py")
+SECRET = "STUBSECRET"
+SERVED = "claude-sonnet-4-5-20250929"
+BASE_ARGS = ["-p", "--output-format", "json", "--model", "sonnet", "--tools", ""]
+BASE_ARGS += ["--strict-mcp-config"]
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="session")
+def stub_executable(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An absolute-path ``claude`` that execs the stub with this interpreter.
+
+    A wrapper (rather than the stub's own shebang) pins the venv's Python; ``exec`` keeps
+    the pid the runtime spawned equal to the stub's pid.
+    """
+    wrapper = tmp_path_factory.mktemp("bin") / "claude"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(STUB))} "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return str(wrapper)
+
+
+@pytest.fixture
+def record_path(tmp_path: Path) -> Path:
+    return tmp_path / "record.json"
+
+
+@pytest.fixture
+def make_runtime(stub_executable: str, record_path: Path) -> Callable[..., ClaudeCodeRuntime]:
+    def make(
+        scenario: str = "text", *, extra_env: dict[str, str] | None = None, **options: Any
+    ) -> ClaudeCodeRuntime:
+        env = {"STUB_CLAUDE_SCENARIO": scenario, "STUB_CLAUDE_RECORD": str(record_path)}
+        env.update(extra_env or {})
+        runtime = ClaudeCodeRuntime(executable=stub_executable, env=env, **options)
+        runtime.kill_grace_s = 0.3
+        return runtime
+
+    return make
+
+
+def spawned(record_path: Path) -> bool:
+    """Whether the stub ran at all (it records before doing anything else)."""
+    return record_path.exists()
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def ask(text: str = "What is 6 x 7?", **fields: Any) -> InvocationRequest:
+    return InvocationRequest(messages=[Message.user(text)], **fields)
+
+
+SUBMIT = ToolSpec(
+    name="submit",
+    description="Submit the final answer.",
+    input_schema={
+        "type": "object",
+        "description": "The answer envelope.",
+        "properties": {
+            "answer": {"type": "integer", "description": "The numeric answer."},
+            "steps": {
+                "type": "array",
+                "items": {"type": "string", "description": "One reasoning step."},
+            },
+            "unit": {
+                "anyOf": [
+                    {"type": "string", "description": "A unit name."},
+                    {"type": "null"},
+                ]
+            },
+            "where": {"$ref": "#/$defs/Place"},
+        },
+        "$defs": {
+            "Place": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "City of the answer."}},
+            }
+        },
+        "required": ["answer"],
+    },
+)
+OTHER = ToolSpec(name="other", description="Another tool.")
+
+
+def is_gone(pid: int) -> bool:
+    """Dead for our purposes: no such process, or a zombie awaiting its (new) parent."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def reaped(pid: int) -> bool:
+    """Gone without even a zombie entry: our own child must be waited for, not orphaned."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+def wait_gone(pids: list[int], within: float = 2.0) -> list[int]:
+    deadline = time.monotonic() + within
+    alive = [p for p in pids if not is_gone(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [p for p in alive if not is_gone(p)]
+    return alive
+
+
+async def wait_for_record(path: Path, *, children: int, within: float = 5.0) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if spawned(path):
+            data = read_record(path)
+            if len(data["children"]) >= children:
+                return data
+        await asyncio.sleep(0.02)
+    raise AssertionError("the stub never started")
+
+
+def open_fds() -> int:
+    """This process's open descriptors: a leaked pipe end shows up here, not in a warning."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def assert_no_secret(error: BaseException) -> None:
+    assert SECRET not in str(error)
+    assert SECRET not in repr(error)
+
+
+# ------------------------------------------------------------------------------- success
+
+
+async def test_text_request_runs_the_documented_command(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    result = await make_runtime().invoke(ask())
+
+    seen = read_record(record_path)
+    assert seen["argv"] == BASE_ARGS
+    assert seen["stdin"] == "What is 6 x 7?"
+    assert result.output_text == "Hello from the stub."
+    assert result.tool_calls == []
+    assert (result.provider, result.model, result.model_source) == (
+        "claude-code",
+        SERVED,
+        "provider-reported",
+    )
+    assert result.usage.model_dump() == {
+        "input_tokens": 8,
+        "output_tokens": 4,
+        "total_tokens": 12,
+        "cache_read_tokens": 120,
+        "cache_write_tokens": 16,
+        "cost_usd": 0.0042,
+        "estimated": False,
+    }
+    assert result.stop_reason == "end_turn"
+    assert result.warnings == []
+    assert result.latency_ms > 0
+
+
+async def test_system_messages_go_to_the_system_prompt_flag(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    request = InvocationRequest(
+        messages=[Message.system("Be terse."), Message.system("Use SI units."), Message.user("hi")]
+    )
+    await make_runtime().invoke(request)
+
+    seen = read_record(record_path)
+    assert seen["argv"] == [*BASE_ARGS, "--system-prompt", "Be terse.\n\nUse SI units."]
+    assert seen["stdin"] == "hi"
+
+
+async def test_conversation_with_tool_turns_is_rendered_readably(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    call = ToolCall(id="call_1", name="lookup", input={"city": "Oslo"})
+    request = InvocationRequest(
+        messages=[
+            Message.user("Weather in Oslo?"),
+            Message.assistant("Let me check.", tool_calls=[call]),
+            Message.tool_result("call_1", "rain, 4 C"),
+            Message.tool_result("call_1", "timeout", is_error=True),
+            Message.assistant("It rains."),
+            Message.user("And tomorrow?"),
+        ]
+    )
+    await make_runtime().invoke(request)
+
+    stdin = read_record(record_path)["stdin"]
+    expected_in_order = [
+        "User:\nWeather in Oslo?",
+        "Assistant:\nLet me check.",
+        'Assistant called tool lookup (call call_1) with input:\n{"city": "Oslo"}',
+        "Result of tool call call_1:\nrain, 4 C",
+        "Error from tool call call_1:\ntimeout",
+        "Assistant:\nIt rains.",
+        "User:\nAnd tomorrow?",
+    ]
+    positions = [stdin.index(block) for block in expected_in_order]
+    assert positions == sorted(positions)
+
+
+async def test_extra_args_are_appended_and_env_never_leaks(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    # Constructor env is for the CLI only: it must reach the child but never a result.
+    secret_env = {"ANTHROPIC_API_KEY": f"sk-{SECRET}"}
+    runtime = make_runtime(extra_args=["--max-turns", "1"], extra_env=secret_env)
+    result = await runtime.invoke(ask())
+
+    seen = read_record(record_path)
+    assert seen["argv"] == [*BASE_ARGS, "--max-turns", "1"]
+    assert {"ANTHROPIC_API_KEY", "PATH"} <= set(seen["env_names"])  # added on top of ours
+    assert SECRET not in repr(runtime)
+    assert SECRET not in result.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    "flag", ["--tools", "--allowedTools=Bash", "--dangerously-skip-permissions"]
+)
+def test_extra_args_cannot_reenable_tools_or_override_owned_flags(flag: str) -> None:
+    with pytest.raises(ConfigurationError, match="extra_args may not contain"):
+        ClaudeCodeRuntime(extra_args=[flag])
+
+
+def test_model_name_cannot_be_read_as_a_flag() -> None:
+    with pytest.raises(ConfigurationError):
+        ClaudeCodeRuntime("--dangerously-skip-permissions")
+
+
+def test_identity_and_capabilities() -> None:
+    runtime = ClaudeCodeRuntime("opus")
+    caps = runtime.capabilities()
+    assert (runtime.id, runtime.provider, runtime.default_timeout) == (
+        "claude-code:opus",
+        "claude-code",
+        300.0,
+    )
+    assert caps.model_dump() == {
+        "structured_tools": True,
+        "streaming": False,
+        "abort": True,
+        "usage": True,
+        "structured_tools_fidelity": "native",
+        "output_token_limit_fidelity": "unavailable",
+        "physical_batch": False,
+        "max_batch_size": None,
+        "single_forced_tool_only": True,
+    }
+
+
+# ---------------------------------------------------------------------- structured tools
+
+
+async def test_forced_tool_uses_json_schema_and_prompts_field_descriptions(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    request = ask(tools=[OTHER, SUBMIT], tool_choice=ToolChoice.tool("submit"))
+    result = await make_runtime().invoke(request)
+
+    seen = read_record(record_path)
+    argv = seen["argv"]
+    assert argv[: len(BASE_ARGS)] == BASE_ARGS  # --tools "" : the CLI's own tools stay off
+    assert argv[len(BASE_ARGS)] == "--json-schema"
+    assert json.loads(argv[len(BASE_ARGS) + 1]) == SUBMIT.input_schema
+    stdin = seen["stdin"]
+    assert stdin.startswith("What is 6 x 7?")
+    for line in [
+        '"submit"',
+        "Tool description: Submit the final answer.",
+        "- (the whole input): The answer envelope.",
+        "- answer: The numeric answer.",
+        "- steps[]: One reasoning step.",
+        "- unit: A unit name.",
+        "- $defs.Place.city: City of the answer.",
+    ]:
+        assert line in stdin
+    assert "Another tool." not in stdin
+    assert len(result.tool_calls) == 1
+    call = result.tool_calls[0]
+    assert (call.name, call.input) == ("submit", {"answer": 42})
+    assert call.id
+    assert result.output_text == ""
+
+
+async def test_required_choice_with_exactly_one_tool_forces_it(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    result = await make_runtime().invoke(ask(tools=[SUBMIT], tool_choice=ToolChoice.required()))
+
+    assert "--json-schema" in read_record(record_path)["argv"]
+    assert [c.name for c in result.tool_calls] == ["submit"]
+
+
+@pytest.mark.parametrize(
+    ("tools", "choice"),
+    [
+        ([SUBMIT], None),
+        ([SUBMIT], ToolChoice.auto()),
+        ([SUBMIT, OTHER], ToolChoice.required()),
+    ],
+    ids=["no-choice", "auto", "required-among-two"],
+)
+async def test_unforceable_tool_choices_are_refused_before_spawning(
+    loopback_model_requests: None, make_runtime, record_path: Path, tools, choice
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime().invoke(ask(tools=tools, tool_choice=choice))
+
+    assert (info.value.code, info.value.retryable) == ("INVALID_REQUEST", False)
+    assert not spawned(record_path)
+
+
+async def test_forced_tool_falls_back_to_json_in_the_result_text(
+    loopback_model_requests: None, make_runtime
+) -> None:
+    request = ask(tools=[SUBMIT], tool_choice=ToolChoice.tool("submit"))
+    result = await make_runtime("tool-in-result").invoke(request)
+
+    assert result.tool_calls[0].input == {"answer": 7}
+
+
+async def test_forced_tool_without_structured_output_fails(
+    loopback_model_requests: None, make_runtime
+) -> None:
+    request = ask(tools=[SUBMIT], tool_choice=ToolChoice.tool("submit"))
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("tool-missing").invoke(request)
+
+    assert info.value.code == "RUNTIME_FAILURE"
+    assert "no structured output" in info.value.message
+
+
+def test_schema_descriptions_walk_only_the_documented_keywords() -> None:
+    schema = {
+        "description": "root",
+        "properties": {"a": {"oneOf": [{"description": "a1"}, {"allOf": [{"description": "a2"}]}]}},
+        "items": [{"description": "tuple items are not a single schema"}],
+        "not": {"description": "not walked"},
+        "definitions": {"D": {"items": {"description": "d-item"}}},
+    }
+    assert schema_descriptions(schema) == [
+        ("", "root"),
+        ("a", "a1"),
+        ("a", "a2"),
+        ("definitions.D[]", "d-item"),
+    ]
+
+
+# --------------------------------------------------------------------------- model source
+
+
+@pytest.mark.parametrize(
+    ("scenario", "model", "source"),
+    [
+        ("text", SERVED, "provider-reported"),
+        ("two-models", "sonnet", "configured"),
+        ("no-model-usage", "sonnet", "configured"),
+    ],
+)
+async def test_model_source_follows_model_usage(
+    loopback_model_requests: None, make_runtime, scenario: str, model: str, source: str
+) -> None:
+    result = await make_runtime(scenario).invoke(ask())
+
+    assert (result.model, result.model_source) == (model, source)
+
+
+@pytest.mark.parametrize(("limit", "warned"), [(100, True), (500, False), (None, False)])
+async def test_output_token_overrun_is_reported_not_hidden(
+    loopback_model_requests: None, make_runtime, limit: int | None, warned: bool
+) -> None:
+    result = await make_runtime("many-tokens").invoke(ask(max_output_tokens=limit))
+
+    assert result.usage.output_tokens == 500
+    flagged = [w for w in result.warnings if w.startswith("OUTPUT_TOKEN_LIMIT_NOT_ENFORCED")]
+    assert bool(flagged) is warned
+    if warned:
+        assert "requested 100, observed 500" in flagged[0]
+
+
+# ------------------------------------------------------------------------------- failures
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "retryable", "fragment"),
+    [
+        ("auth-stderr", "AUTHENTICATION_FAILED", False, "not logged in"),
+        ("weekly-limit", "RATE_LIMITED", True, "weekly limit reached"),
+        ("overloaded", "PROVIDER_UNAVAILABLE", True, "overloaded or unavailable"),
+        ("context-limit", "RUNTIME_FAILURE", False, "exited with code 1"),
+        ("random", "RUNTIME_FAILURE", False, "exited with code 3"),
+        ("report-401", "AUTHENTICATION_FAILED", False, "HTTP 401"),
+        ("report-403-text", "AUTHENTICATION_FAILED", False, "HTTP 403"),
+        ("report-429", "RATE_LIMITED", True, "rate limit reached"),
+        ("report-limit-exit0", "RATE_LIMITED", True, "usage limit reached; resets 3pm"),
+        ("report-error-exit0", "RUNTIME_FAILURE", False, "failed run (error_during_execution)"),
+        ("invalid-json", "RUNTIME_FAILURE", False, "no JSON result"),
+    ],
+)
+async def test_failures_are_classified_without_copying_cli_output(
+    loopback_model_requests: None,
+    make_runtime,
+    scenario: str,
+    code: str,
+    retryable: bool,
+    fragment: str,
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime(scenario).invoke(ask())
+
+    assert (info.value.code, info.value.retryable) == (code, retryable)
+    assert fragment in info.value.message
+    assert_no_secret(info.value)
+
+
+async def test_rate_limit_reason_is_rebuilt_from_fixed_phrases(
+    loopback_model_requests: None, make_runtime
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("weekly-limit").invoke(ask())
+
+    # The stub's stderr also names a time zone and a key; only the date/time survive.
+    assert info.value.message == "Claude Code rate limited: weekly limit reached; resets Oct 4, 2pm"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("5-hour limit reached ∙ resets 3:30pm", "5-hour limit reached; resets 3:30pm"),
+        (
+            "You\u2019ve hit your limit · resets 3pm (Europe/Berlin)",
+            "usage limit reached; resets 3pm",
+        ),
+        (
+            "Opus weekly limit reached, resets on October 12th",
+            "Opus weekly limit reached; resets Oct 12",
+        ),
+        ("Quota exceeded. Try again in 2 hours 5 minutes.", "quota exhausted; resets in 2h 5m"),
+        ("Credit balance is too low", "credit balance too low"),
+        ("429 Too Many Requests, resets at 17:45", "rate limit reached; resets 17:45"),
+    ],
+)
+def test_limit_wording_maps_to_a_fixed_reason(text: str, message: str) -> None:
+    error = rate_limit_error(text + " sk-secret-xyz", status_429=False)
+
+    assert error is not None
+    assert error.message == f"Claude Code rate limited: {message}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Context window limit reached; please /compact",
+        "Reached max turns limit (1)",
+        "You have used 90% of your weekly limit",
+        "output token limit exceeded",
+        "session started",
+    ],
+)
+def test_limits_that_are_not_rate_limits_are_ignored(text: str) -> None:
+    assert rate_limit_error(text, status_429=False) is None
+
+
+def test_epoch_reset_becomes_a_utc_time_and_a_retry_hint() -> None:
+    from datetime import UTC, datetime
+
+    now = datetime(2025, 10, 4, 12, 0, tzinfo=UTC)
+    reset = find_reset("claude ai usage limit reached|1759593600", now=now)  # 16:00 UTC
+
+    assert reset is not None
+    assert reset.phrase == "resets Oct 4, 16:00 UTC"
+    assert reset.seconds == 4 * 3600
+
+
+# --------------------------------------------------------------------- process lifecycle
+
+
+@pytest.mark.parametrize("scenario", ["oversize-stdout", "oversize-stderr"])
+async def test_oversize_output_kills_the_cli(
+    loopback_model_requests: None, make_runtime, record_path: Path, scenario: str
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime(scenario, max_output_bytes=100_000).invoke(ask())
+
+    assert info.value.code == "RUNTIME_FAILURE"
+    assert "output exceeded 100000 bytes" in info.value.message
+    pid = read_record(record_path)["pid"]
+    assert reaped(pid)
+
+
+async def _abort_when_started(signal_: AbortSignal, record_path: Path, children: int) -> None:
+    await wait_for_record(record_path, children=children)
+    signal_.abort()
+
+
+async def test_abort_kills_the_cli_and_its_child_without_leaks(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    abort = AbortSignal()
+    fds_before = open_fds()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        aborter = asyncio.ensure_future(_abort_when_started(abort, record_path, children=1))
+        with pytest.raises(InvocationError) as info:
+            await make_runtime("hang-child").invoke(ask(), abort=abort)
+        await aborter
+        gc.collect()
+
+    assert info.value.code == "ABORTED"
+    assert open_fds() == fds_before
+    seen = read_record(record_path)
+    assert reaped(seen["pid"])
+    assert wait_gone(seen["children"]) == []
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+async def test_timeout_kills_the_cli_and_its_child(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("hang-child", timeout=1.0).invoke(ask())
+
+    assert (info.value.code, info.value.retryable) == ("PROVIDER_UNAVAILABLE", True)
+    assert time.monotonic() - started < 5
+    seen = read_record(record_path)
+    assert wait_gone([seen["pid"], *seen["children"]]) == []
+
+
+async def test_a_cli_that_ignores_sigterm_is_killed(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    abort = AbortSignal()
+    aborter = asyncio.ensure_future(_abort_when_started(abort, record_path, children=1))
+    with pytest.raises(InvocationError):
+        await make_runtime("hang-ignore-term").invoke(ask(), abort=abort)
+    await aborter
+
+    seen = read_record(record_path)
+    assert wait_gone([seen["pid"], *seen["children"]]) == []
+
+
+async def test_a_child_that_escaped_the_group_cannot_hang_the_invocation(
+    loopback_model_requests: None, make_runtime, record_path: Path, monkeypatch
+) -> None:
+    """A helper in its own session survives the group kill and holds stdout open; the
+    transport must still return (closing its pipe ends) rather than wait on it forever."""
+    monkeypatch.setattr(process_module, "_DRAIN_AFTER_KILL_S", 0.3)
+    abort = AbortSignal()
+    aborter = asyncio.ensure_future(_abort_when_started(abort, record_path, children=1))
+    fds_before = open_fds()
+    started = time.monotonic()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(InvocationError) as info:
+                await make_runtime("hang-escaped-child").invoke(ask(), abort=abort)
+            await aborter
+            gc.collect()
+    finally:
+        escaped = read_record(record_path)["children"] if spawned(record_path) else []
+        for pid in escaped:  # ours to clean up: the runtime rightly cannot reach it
+            os.kill(pid, signal.SIGKILL)
+
+    assert info.value.code == "ABORTED"
+    assert time.monotonic() - started < 3
+    assert reaped(read_record(record_path)["pid"])
+    assert open_fds() == fds_before  # our pipe ends were closed even though it holds its own
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+async def test_cancelling_the_caller_kills_the_cli_and_propagates(
+    loopback_model_requests: None, make_runtime, record_path: Path
+) -> None:
+    task = asyncio.ensure_future(make_runtime("hang").invoke(ask()))
+    await wait_for_record(record_path, children=0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert wait_gone([read_record(record_path)["pid"]]) == []
+
+
+async def test_a_cli_that_never_reads_stdin_is_still_parsed(
+    loopback_model_requests: None, make_runtime
+) -> None:
+    result = await make_runtime("no-read").invoke(ask("x" * 2_000_000))
+
+    assert result.output_text == "Hello from the stub."
+
+
+async def test_transport_feeds_and_drains_concurrently() -> None:
+    payload = os.urandom(3_000_000)  # far above any pipe buffer: sequential I/O would deadlock
+    output = await asyncio.wait_for(
+        run_process(["cat"], payload, env=None, cwd=None, max_output_bytes=4_000_000), 10
+    )
+
+    assert (output.exit_code, output.stdout, output.stderr) == (0, payload, b"")
+
+
+async def test_missing_executable_names_only_the_executable(
+    loopback_model_requests: None, tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "no-such-dir" / "claude")
+    runtime = ClaudeCodeRuntime(executable=missing, env={"ANTHROPIC_API_KEY": f"sk-{SECRET}"})
+    with pytest.raises(InvocationError) as info:
+        await runtime.invoke(ask())
+
+    assert info.value.code == "RUNTIME_FAILURE"
+    assert info.value.message == (
+        f"executable {missing!r} not found; install it or pass executable=... with its path"
+    )
+    assert_no_secret(info.value)
+
+
+# ---------------------------------------------------------------------- request switch
+
+
+async def test_default_scope_none_spawns_nothing(make_runtime, record_path: Path) -> None:
+    with pytest.raises(ModelRequestsBlocked) as info:
+        await make_runtime().invoke(ask())
+
+    assert info.value.scope == "none"
+    assert not spawned(record_path)
+
+
+async def test_loopback_scope_refuses_a_bare_executable_name(
+    loopback_model_requests: None,
+) -> None:
+    with pytest.raises(ModelRequestsBlocked) as info:
+        await ClaudeCodeRuntime(executable="claude").invoke(ask())
+
+    assert (info.value.scope, info.value.runtime_id) == ("loopback", "claude-code:sonnet")
