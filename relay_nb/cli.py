@@ -19,6 +19,22 @@ from relay_nb.errors import RelayError
 __all__ = ["main"]
 
 
+def _positive(kind: type[int] | type[float]):
+    """An argparse type that refuses zero and negatives with a one-line usage error."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay-nb", description="relay_nb: ask your data in plain language from Jupyter."
@@ -30,14 +46,14 @@ def _build_parser() -> argparse.ArgumentParser:
     invoke.add_argument("profile", help="e.g. anthropic:claude-sonnet-4-6 or scripted:PATH")
     invoke.add_argument("question")
     invoke.add_argument("--system", default=None, help="a system prompt")
-    invoke.add_argument("--max-output-tokens", type=int, default=1024)
-    invoke.add_argument("--timeout", type=float, default=120.0, help="seconds (default 120)")
+    invoke.add_argument("--max-output-tokens", type=_positive(int), default=1024)
+    invoke.add_argument("--timeout", type=_positive(float), default=120.0, help="seconds")
     invoke.add_argument("--stream", action="store_true", help="print text as it arrives")
     invoke.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
     conformance = commands.add_parser("conformance", help="check a runtime against the contract")
     conformance.add_argument("profile")
-    conformance.add_argument("--timeout", type=float, default=120.0)
+    conformance.add_argument("--timeout", type=_positive(float), default=120.0)
     conformance.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 

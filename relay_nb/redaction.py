@@ -15,12 +15,27 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["REDACTED", "SECRET_ENV_PATTERN", "known_secrets", "redact", "redact_url"]
+__all__ = [
+    "REDACTED",
+    "SECRET_ENV_PATTERN",
+    "is_secret_name",
+    "known_secrets",
+    "redact",
+    "redact_url",
+    "register_secret",
+]
 
 REDACTED = "[REDACTED]"
 SECRET_ENV_PATTERN = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.IGNORECASE
+    r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH|COOKIE)"
+    r"(?:_|$)",
+    re.IGNORECASE,
 )
+"""Whole name segments only: ``SHOP_DB_PASSWORD`` and ``API_KEY`` are secrets,
+``KEYBOARD_LAYOUT`` is not."""
+# Names that match by segment but hold no secret: the working directory, sockets, buses.
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+_NOT_SECRET_SUFFIXES = ("_SOCK", "_BUS_ADDRESS", "_SOCKET")
 _MIN_SECRET_LEN = 8
 _extra_secrets: set[str] = set()
 
@@ -31,9 +46,17 @@ def register_secret(value: str) -> None:
         _extra_secrets.add(value)
 
 
+def is_secret_name(name: str) -> bool:
+    """Does an environment variable of this name hold a credential?"""
+    upper = name.upper()
+    if upper in _NOT_SECRET_NAMES or upper.endswith(_NOT_SECRET_SUFFIXES):
+        return False
+    return bool(SECRET_ENV_PATTERN.search(upper))
+
+
 def known_secrets(extra: Iterable[str] = ()) -> list[str]:
     """Secret values from secret-named env vars, registered secrets and ``extra``; longest first."""
-    found = {v for k, v in os.environ.items() if SECRET_ENV_PATTERN.search(k)}
+    found = {v for k, v in os.environ.items() if is_secret_name(k)}
     found |= _extra_secrets
     found |= set(extra)
     return sorted((s for s in found if len(s) >= _MIN_SECRET_LEN), key=len, reverse=True)

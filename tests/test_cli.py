@@ -65,3 +65,11 @@ def test_errors_are_one_line_without_traceback():
     )
     assert blocked.returncode == 2 and "disabled" in blocked.stderr
     assert "sk-test-123456789" not in blocked.stderr
+
+
+def test_bad_numbers_are_usage_errors_not_tracebacks():
+    out = run(
+        "invoke", f"scripted:{ROOT / 'examples/hello_script.json'}", "x", "--max-output-tokens", "0"
+    )
+    assert out.returncode == 2
+    assert "must be greater than 0" in out.stderr and "Traceback" not in out.stderr

@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from relay_nb.redaction import register_secret
 from relay_nb.errors import InvocationError
 from relay_nb.runtime.base import BaseRuntime, TextCallback
 from relay_nb.runtime.failures import classify_status
@@ -56,7 +57,9 @@ _STREAM_ERROR_STATUS: dict[str, int] = {
     "invalid_request_error": 400,
     "authentication_error": 401,
     "permission_error": 403,
+    "billing_error": 402,
     "not_found_error": 404,
+    "conflict_error": 409,
     "request_too_large": 413,
     "rate_limit_error": 429,
     "api_error": 500,
@@ -181,6 +184,8 @@ class AnthropicRuntime(BaseRuntime):
         self.model = model
         self.id = f"anthropic:{model}"
         self._api_key = _Secret(api_key) if api_key else None
+        if api_key:
+            register_secret(api_key)  # so recordings and messages scrub it like env keys
         self._base_url = base_url
         self.timeout = timeout
         self.max_retries = max_retries

@@ -10,7 +10,6 @@ content-free :class:`InvocationError`s. Third-party runtimes may also implement 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -114,9 +113,22 @@ async def run_guarded(
 
 
 async def _cancel(task: asyncio.Future) -> None:
+    """Cancel ``task`` and wait for its cleanup (killing a child, closing a socket).
+
+    If the caller is itself cancelled meanwhile, the cleanup still finishes first and the
+    caller's ``CancelledError`` is re-raised, never swallowed.
+    """
     task.cancel()
-    with contextlib.suppress(BaseException):  # the task's own outcome no longer matters
-        await task
+    caller_cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            caller_cancelled = True
+    if not task.cancelled():
+        task.exception()  # retrieved: the task's own outcome no longer matters
+    if caller_cancelled:
+        raise asyncio.CancelledError
 
 
 class BaseRuntime(ABC):

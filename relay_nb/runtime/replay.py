@@ -91,7 +91,10 @@ class RecordingRuntime:
         self._lock = threading.Lock()
 
     def capabilities(self) -> Capabilities:
-        return self.inner.capabilities()
+        # recording wraps invoke() only: a physical batch would bypass the recorder
+        return self.inner.capabilities().model_copy(
+            update={"physical_batch": False, "max_batch_size": None}
+        )
 
     async def invoke(
         self,

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from relay_nb.errors import ConfigurationError, InvocationError, InvocationErrorCode
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import BaseRuntime, TextCallback, run_guarded
+from relay_nb.runtime.failures import classify_exception
 from relay_nb.runtime.types import (
     BatchFailure,
     BatchOutcome,
@@ -171,7 +172,8 @@ class ScriptedRuntime(BaseRuntime):
         for request in requests:
             try:
                 value = await self._invoke(request, on_text=None)
-            except InvocationError as err:
+            except Exception as exc:
+                err = exc if isinstance(exc, InvocationError) else classify_exception(exc)
                 reason = BatchFailure(code=err.code, message=err.message, retryable=err.retryable)
                 outcomes.append(BatchOutcome(status="rejected", reason=reason))
             else:

@@ -186,7 +186,12 @@ class ToolCall(_Model):
 
 
 class Usage(_Model):
-    """A usage receipt. Provider numbers are kept as reported; a missing cost stays None."""
+    """A usage receipt. Provider numbers are kept as reported; a missing cost stays None.
+
+    As in the Anthropic API, ``input_tokens`` excludes cache reads and writes, which are
+    counted separately; ``total_tokens`` (when the provider sends none) is everything
+    processed: input + output + cache reads + cache writes.
+    """
 
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
@@ -200,7 +205,8 @@ class Usage(_Model):
     def _fill_total(self) -> Usage:
         known = self.input_tokens is not None and self.output_tokens is not None
         if self.total_tokens is None and known:
-            self.total_tokens = self.input_tokens + self.output_tokens  # type: ignore[operator]
+            cached = (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+            self.total_tokens = self.input_tokens + self.output_tokens + cached  # type: ignore[operator]
         return self
 
     def __add__(self, other: Usage) -> Usage:

@@ -264,7 +264,8 @@ async def test_usage_reports_cache_reads_and_writes(
 
     usage = (await runtime.invoke(ask())).usage
 
-    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (5, 9, 14)
+    # total = input + output + cache reads + cache writes (everything processed)
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (5, 9, 1554)
     assert (usage.cache_read_tokens, usage.cache_write_tokens) == (1200, 340)
     assert usage.cost_usd is None
     assert usage.estimated is False
@@ -366,12 +367,31 @@ async def test_streaming_delivers_deltas_in_order_and_assembles_the_result(
             False,
         ),
         (
+            StreamFault(after_deltas=1, kind="error", error_type="conflict_error"),
+            "PROVIDER_UNAVAILABLE",
+            True,
+        ),
+        (
+            StreamFault(after_deltas=1, kind="error", error_type="billing_error"),
+            "RUNTIME_FAILURE",
+            False,
+        ),
+        (
             StreamFault(after_deltas=1, kind="error", error_type="unheard_of_error"),
             "RUNTIME_FAILURE",
             False,
         ),
     ],
-    ids=["drop", "truncate", "overloaded", "rate-limit", "invalid", "unknown-type"],
+    ids=[
+        "drop",
+        "truncate",
+        "overloaded",
+        "rate-limit",
+        "invalid",
+        "conflict",
+        "billing",
+        "unknown-type",
+    ],
 )
 async def test_a_broken_stream_is_classified(
     runtime: AnthropicRuntime, stub: AnthropicStub, fault: StreamFault, code: str, retryable: bool
@@ -676,3 +696,19 @@ def test_importing_the_module_does_not_import_the_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_constructor_key_never_reaches_a_recording(
+    runtime: AnthropicRuntime, stub: AnthropicStub, tmp_path
+) -> None:
+    """The key is not in the environment here; the runtime must still have it scrubbed."""
+    from relay_nb.runtime.replay import RecordingRuntime
+
+    stub.enqueue(MessageReply(text=f"the key you sent was {API_KEY}"))
+    path = tmp_path / "rec.jsonl"
+    result = await RecordingRuntime(runtime, path=path).invoke(ask(f"my key is {API_KEY}"))
+
+    assert API_KEY in result.output_text  # the live answer is the caller's business
+    recorded = path.read_text()
+    assert API_KEY not in recorded
+    assert "[REDACTED]" in recorded

@@ -157,10 +157,16 @@ async def test_batch_conformance_on_a_runtime_without_batches():
     assert [c.name for c in report.failures] == ["declares_batch"]
 
 
-async def test_recording_runtime_conforms_through_its_inner_runtime():
-    recorder = RecordingRuntime(ReplayRuntime([]))
+async def test_recording_runtime_conforms_around_a_batch_capable_runtime():
+    recorder = RecordingRuntime(ScriptedRuntime([{"text": "ok"}]))
     report = await check_runtime_conformance(recorder)
-    assert [c.name for c in report.failures] == ["invocation"]  # replay miss, typed
+    assert report.passed, report.failures
+    assert recorder.capabilities().physical_batch is False  # batches would bypass the recorder
+
+
+async def test_replay_miss_fails_conformance_with_a_typed_detail():
+    report = await check_runtime_conformance(RecordingRuntime(ReplayRuntime([])))
+    assert [c.name for c in report.failures] == ["invocation"]
     assert "INVALID_REQUEST" in report.failures[0].detail
 
 

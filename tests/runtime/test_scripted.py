@@ -204,3 +204,23 @@ def test_tools_and_choice_validation_in_requests():
         InvocationRequest(messages=[Message.user("x")], tools=[tool, tool])
     with pytest.raises(ValueError, match="non-system"):
         InvocationRequest(messages=[Message.system("only system")])
+
+
+async def test_batch_item_raising_a_provider_style_error_is_rejected_alone():
+    class ProviderDown(Exception):
+        status_code = 503
+
+    def down(request):
+        raise ProviderDown("upstream text that must not be copied")
+
+    runtime = ScriptedRuntime([{"text": "a"}, down, {"text": "c"}])
+    outcomes = await runtime.invoke_batch([ask(), ask(), ask()])
+    assert [o.status for o in outcomes] == ["fulfilled", "rejected", "fulfilled"]
+    assert (outcomes[1].reason.code, outcomes[1].reason.retryable) == ("PROVIDER_UNAVAILABLE", True)
+    assert "upstream" not in outcomes[1].reason.message
+
+
+def test_total_tokens_counts_cache_reads_and_writes():
+    usage = Usage(input_tokens=4, output_tokens=10, cache_read_tokens=1500, cache_write_tokens=40)
+    assert usage.total_tokens == 1554
+    assert Usage(input_tokens=4, output_tokens=10, total_tokens=99).total_tokens == 99

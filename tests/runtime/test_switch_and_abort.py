@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -39,10 +41,10 @@ def test_tests_run_with_model_requests_disabled():
         ("https://api.anthropic.com", None, False),
         ("http://10.0.0.5", None, False),
         ("http://localhost.evil.example", None, False),
-        (None, "/tmp/stub_claude", True),
+        (None, os.path.join(tempfile.gettempdir(), "stub_claude"), True),
         (None, "claude", False),
         (None, "/usr/local/bin/claude", False),
-        (None, "/tmp/../usr/bin/claude", False),
+        (None, os.path.join(tempfile.gettempdir(), "..", "usr", "bin", "claude"), False),
     ],
 )
 def test_loopback_scope(url, executable, allowed):
@@ -144,3 +146,26 @@ async def test_wait_returns_immediately_when_already_aborted():
     signal = AbortSignal()
     signal.abort()
     await asyncio.wait_for(signal.wait(), 1)
+
+
+async def test_caller_cancelled_during_cleanup_still_gets_cancelled_error():
+    """A timeout starts cleanup; the caller's own cancel during it must not be swallowed."""
+    cleanup_done = asyncio.Event()
+
+    async def slow_cleanup(request):
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.3)  # e.g. killing a child process
+            cleanup_done.set()
+
+    task = asyncio.create_task(
+        ScriptedRuntime([slow_cleanup]).invoke(
+            InvocationRequest(messages=[Message.user("x")]), timeout=0.05
+        )
+    )
+    await asyncio.sleep(0.15)  # timeout fired, cleanup running
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cleanup_done.is_set()  # cleanup finished before the cancellation surfaced

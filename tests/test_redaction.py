@@ -1,0 +1,82 @@
+"""Secrets from the environment, URLs and constructors never survive redact()."""
+
+from __future__ import annotations
+
+import pytest
+
+from relay_nb.connectors.base import check_connector_id
+from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import REDACTED, known_secrets, redact, redact_url, register_secret
+
+
+def test_secret_named_env_vars_are_redacted_in_nested_json(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdefgh12345")
+    monkeypatch.setenv("HOME_DIR_NAME", "not-a-secret-value")
+    data = {"a": ["x tok-abcdefgh12345 y", {"tok-abcdefgh12345": 1}], "b": 3}
+    assert redact(data) == {"a": [f"x {REDACTED} y", {REDACTED: 1}], "b": 3}
+    assert redact("not-a-secret-value") == "not-a-secret-value"
+
+
+def test_short_values_are_not_treated_as_secrets(monkeypatch):
+    monkeypatch.setenv("DEBUG_TOKEN", "1")
+    assert "1" not in known_secrets()
+    assert redact("1 + 1") == "1 + 1"
+
+
+def test_registered_secrets_and_extra(monkeypatch):
+    register_secret("constructor-key-987654")
+    assert redact("k=constructor-key-987654") == f"k={REDACTED}"
+    assert redact("x=explicit-secret-1", extra=["explicit-secret-1"]) == f"x={REDACTED}"
+
+
+def test_longer_secrets_win_over_their_prefixes(monkeypatch):
+    monkeypatch.setenv("A_KEY", "abcdefgh")
+    monkeypatch.setenv("B_KEY", "abcdefgh-longer")
+    assert redact("abcdefgh-longer") == REDACTED
+
+
+def test_redact_url_hides_only_the_password():
+    url = "postgresql+psycopg://ro:s3cr3t-pass@127.0.0.1:5432/shop?sslmode=disable"
+    assert (
+        redact_url(url) == f"postgresql+psycopg://ro:{REDACTED}@127.0.0.1:5432/shop?sslmode=disable"
+    )
+    assert redact_url("sqlite:///shop.db") == "sqlite:///shop.db"
+
+
+@pytest.mark.parametrize("bad", ["Shop", "1shop", "shop-db", "", "a" * 41, "shop db"])
+def test_connector_ids_must_be_snake_case(bad):
+    with pytest.raises(ConfigurationError, match="snake_case"):
+        check_connector_id(bad)
+
+
+def test_good_connector_id():
+    assert check_connector_id("sales_2026") == "sales_2026"
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("ANTHROPIC_API_KEY", True),
+        ("SHOP_DB_PASSWORD", True),
+        ("GITHUB_TOKEN", True),
+        ("DB_PWD", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("PWD", False),
+        ("OLDPWD", False),
+        ("SSH_AUTH_SOCK", False),
+        ("DBUS_SESSION_BUS_ADDRESS", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("XAUTHORITY", False),
+        ("MONKEY_NAME", False),
+    ],
+)
+def test_secret_names_match_whole_segments(name, secret):
+    from relay_nb.redaction import is_secret_name
+
+    assert is_secret_name(name) is secret
+
+
+def test_working_directory_paths_survive(monkeypatch, tmp_path):
+    monkeypatch.setenv("PWD", str(tmp_path))
+    text = f"rows from {tmp_path}/sales.csv"
+    assert redact(text) == text
