@@ -7,9 +7,10 @@ ever executed on this machine; a structured tool becomes a ``--json-schema`` out
 constraint, which is why a request with tools must force exactly one of them.
 
 Failures are classified in the Relay order (structured report status, report limit wording,
-auth wording, limit wording, unavailability wording, exit code). Messages are assembled
-from fixed phrases; the only CLI-derived pieces are numbers, month names from a fixed table
-and the exit code, so no prompt, key or provider text can leak into an error.
+auth wording, limit wording, unavailability wording, exit code); the limit wording itself is
+read by :mod:`relay_nb.runtime.harness_limits`. Messages are assembled from fixed phrases;
+the only CLI-derived pieces are numbers, month names from a fixed table and the exit code,
+so no prompt, key or provider text can leak into an error.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from relay_nb.errors import ConfigurationError, InvocationError
-from relay_nb.runtime.process import ProcessOutput, ProcessRuntime
+from relay_nb.runtime.harness_limits import rate_limit_error
+from relay_nb.runtime.process import ProcessOutput, ProcessRuntime, exit_description
 from relay_nb.runtime.types import (
     Capabilities,
     InvocationRequest,
@@ -39,8 +40,6 @@ from relay_nb.runtime.types import (
 )
 
 __all__ = ["ClaudeCodeProfile", "ClaudeCodeRuntime"]
-
-ModelSource = Literal["provider-reported", "configured"]
 
 PROVIDER = "claude-code"
 _LABEL = "Claude Code"
@@ -354,7 +353,9 @@ def build_result(
     )
 
 
-def served_model(model_usage: Any, configured: str) -> tuple[str, ModelSource]:
+def served_model(
+    model_usage: Any, configured: str
+) -> tuple[str, Literal["provider-reported", "configured"]]:
     """The served model when ``modelUsage`` names exactly one; otherwise the configured one,
     because picking one of several (e.g. a helper model) would be a guess."""
     if isinstance(model_usage, dict) and len(model_usage) == 1:
@@ -365,26 +366,19 @@ def served_model(model_usage: Any, configured: str) -> tuple[str, ModelSource]:
 
 
 def _tool_call(tool: ToolSpec, report: Mapping[str, Any]) -> ToolCall:
+    """The tool input is the CLI's schema-checked ``structured_output``, and nothing else.
+
+    Fidelity is declared "native": JSON found in the prose ``result`` was never checked
+    against the schema, so it is not accepted as a stand-in.
+    """
     structured = report.get("structured_output")
     if not isinstance(structured, dict):
-        structured = _json_object(report.get("result"))
-    if structured is None:
         raise InvocationError(
             "RUNTIME_FAILURE",
             f"{_LABEL} returned no structured output for tool {tool.name!r}",
             False,
         )
     return ToolCall(id=f"toolu_cc_{uuid.uuid4().hex[:24]}", name=tool.name, input=structured)
-
-
-def _json_object(value: Any) -> dict[str, Any] | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
 
 
 def _usage(report: Mapping[str, Any]) -> Usage:
@@ -461,12 +455,12 @@ def classify_failure(
     status = _report_status(report, report_text)
     if status in (401, 403):
         return _auth_error(status)
-    limited = rate_limit_error(report_text, status_429=status == 429)
+    limited = rate_limit_error(report_text, label=_LABEL, status_429=status == 429)
     if limited is not None:
         return limited
     if _AUTH_TEXT.search(stderr_text) or _AUTH_TEXT.search(report_text):
         return _auth_error(None)
-    limited = rate_limit_error(stderr_text, status_429=False)
+    limited = rate_limit_error(stderr_text, label=_LABEL, status_429=False)
     if limited is not None:
         return limited
     if exit_code is None:
@@ -479,8 +473,7 @@ def classify_failure(
             f"{_LABEL} reports the model service is overloaded or unavailable; try again shortly",
             True,
         )
-    how = f"was killed by signal {-exit_code}" if exit_code < 0 else f"exited with code {exit_code}"
-    return InvocationError("RUNTIME_FAILURE", f"{_LABEL} {how}", False)
+    return InvocationError("RUNTIME_FAILURE", f"{_LABEL} {exit_description(exit_code)}", False)
 
 
 def _report_text(report: Mapping[str, Any] | None) -> str:
@@ -515,178 +508,3 @@ def _failed_run_message(report: Mapping[str, Any] | None) -> str:
     subtype = report.get("subtype") if report is not None else None
     detail = f" ({subtype})" if subtype in _KNOWN_SUBTYPES else ""
     return f"{_LABEL} reported a failed run{detail}"
-
-
-# --------------------------------------------------------------- rate-limit wording
-
-_KIND_WORDS = (
-    r"(?:(?P<model>opus|sonnet) )?"
-    r"(?P<kind>weekly|5[- ]?hour|five[- ]hour|5h|daily|monthly|session|usage|opus|sonnet"
-    r"|rate|request|plan|subscription)"
-)
-# Only forms that say a limit was *hit*: "weekly limit" alone may be a usage warning, and a
-# context-window, turn or output-token limit is not a rate limit at all.
-_LIMIT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = (
-    (re.compile(r"claude ai usage limit reached"), "usage"),
-    (
-        re.compile(
-            _KIND_WORDS + r" (?:usage )?limits? (?:has been |was )?(?:reached|exceeded|hit)"
-        ),
-        None,
-    ),
-    (
-        re.compile(
-            r"(?:you've|you have|you) (?:hit|reached|exceeded) (?:your|the) "
-            r"(?:" + _KIND_WORDS + r" )?(?:usage )?limit\b"
-        ),
-        None,
-    ),
-    (re.compile(r"\bout of (?:extra )?usage\b"), "usage"),
-    (re.compile(r"credit balance is too low|out of credits"), "credit"),
-    (
-        re.compile(
-            r"quota (?:has been )?(?:exceeded|exhausted|reached)|exceeded your (?:current )?quota"
-        ),
-        "quota",
-    ),
-    (
-        re.compile(
-            r"\brate[ _-]?limit(?:ed\b|_error| (?:reached|exceeded|hit))|too many requests"
-            r"|(?:api error|status|http)[: ]+429\b"
-        ),
-        "rate",
-    ),
-)
-_KIND_PHRASES = {
-    "weekly": "weekly limit reached",
-    "5-hour": "5-hour limit reached",
-    "daily": "daily limit reached",
-    "monthly": "monthly limit reached",
-    "session": "session limit reached",
-    "opus": "Opus limit reached",
-    "sonnet": "Sonnet limit reached",
-    "usage": "usage limit reached",
-    "credit": "credit balance too low",
-    "quota": "quota exhausted",
-    "rate": "rate limit reached",
-}
-_KIND_ALIASES = {
-    "5hour": "5-hour",
-    "5 hour": "5-hour",
-    "five-hour": "5-hour",
-    "five hour": "5-hour",
-    "5h": "5-hour",
-    "request": "rate",
-    "plan": "usage",
-    "subscription": "usage",
-}
-
-
-def rate_limit_error(text: str, *, status_429: bool) -> InvocationError | None:
-    """A RATE_LIMITED error when ``text`` says a limit was hit (or the status was 429).
-
-    The reason is a fixed phrase plus, when present, a reset time rebuilt from strictly
-    matched numbers, so nothing of ``text`` itself is copied.
-    """
-    normalized = text.replace("\u2019", "'").lower()
-    reason = limit_reason(normalized)
-    if reason is None and not status_429:
-        return None
-    reset = find_reset(normalized)
-    message = f"{_LABEL} rate limited: {reason or _KIND_PHRASES['rate']}"
-    if reset is not None:
-        message += f"; {reset.phrase}"
-    return InvocationError(
-        "RATE_LIMITED", message, True, retry_after_s=reset.seconds if reset else None
-    )
-
-
-def limit_reason(normalized: str) -> str | None:
-    """The fixed phrase for the limit the (lowercased) text says was hit, if any."""
-    for pattern, fixed in _LIMIT_PATTERNS:
-        match = pattern.search(normalized)
-        if match is None:
-            continue
-        if fixed is not None:
-            return _KIND_PHRASES[fixed]
-        word = match.group("kind") or "usage"
-        kind = _KIND_ALIASES.get(word, word)
-        phrase = _KIND_PHRASES.get(kind, _KIND_PHRASES["usage"])
-        model = match.group("model")
-        if model is not None and model != kind:  # "Opus weekly limit reached"
-            phrase = f"{model.capitalize()} {phrase}"
-        return phrase
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Reset:
-    phrase: str
-    seconds: float | None = None
-
-
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTH_RE = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\.?"
-_CLOCK_RE = (
-    r"(?:(?P<h12>1[0-2]|0?[1-9])(?::(?P<m12>[0-5]\d))? ?(?P<ampm>[ap])\.?m\.?"
-    r"|(?P<h24>[01]?\d|2[0-3]):(?P<m24>[0-5]\d))"
-)
-_ANCHOR = r"\b(?:resets?|try again|available again)\b(?: (?:at|on|in|after))?[ :]*"
-_EPOCH = re.compile(r"usage limit reached\|(?P<epoch>\d{10,13})\b")
-_DATE = re.compile(
-    _ANCHOR + _MONTH_RE + r" (?P<day>[0-2]?\d|3[01])(?:st|nd|rd|th)?\b"
-    r"(?:,? (?P<year>20\d\d)\b)?(?:,? (?:at )?" + _CLOCK_RE + r")?"
-)
-_CLOCK = re.compile(_ANCHOR + _CLOCK_RE)
-_DURATION = re.compile(
-    _ANCHOR + r"(?P<span>(?:\d{1,4} ?(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)"
-    r"\b[ ,]*(?:and )?){1,4})"
-)
-_DURATION_PART = re.compile(r"(\d{1,4}) ?(d|h|m|s)")
-_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-
-
-def find_reset(normalized: str, *, now: datetime | None = None) -> Reset | None:
-    """A reset time in the limit text, re-rendered from its matched numbers only."""
-    if match := _EPOCH.search(normalized):
-        return _epoch_reset(int(match.group("epoch")), now or datetime.now(UTC))
-    if match := _DATE.search(normalized):
-        return _date_reset(match)
-    if match := _DURATION.search(normalized):
-        return _duration_reset(match.group("span"))
-    if match := _CLOCK.search(normalized):
-        return Reset(f"resets {_clock(match)}")
-    return None
-
-
-def _epoch_reset(epoch: int, now: datetime) -> Reset | None:
-    seconds = epoch / 1000 if epoch >= 10**12 else float(epoch)
-    try:
-        when = datetime.fromtimestamp(seconds, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    wait = (when - now).total_seconds()
-    phrase = f"resets {_MONTHS[when.month - 1].capitalize()} {when.day}, {when:%H:%M} UTC"
-    return Reset(phrase, wait if wait > 0 else None)
-
-
-def _date_reset(match: re.Match[str]) -> Reset:
-    phrase = f"resets {match.group('month').capitalize()} {int(match.group('day'))}"
-    if match.group("year"):
-        phrase += f", {match.group('year')}"
-    if match.group("h12") or match.group("h24"):
-        phrase += f", {_clock(match)}"
-    return Reset(phrase)
-
-
-def _duration_reset(span: str) -> Reset:
-    parts = [(int(n), unit) for n, unit in _DURATION_PART.findall(span)]
-    seconds = float(sum(n * _UNIT_SECONDS[unit] for n, unit in parts))
-    return Reset("resets in " + " ".join(f"{n}{unit}" for n, unit in parts), seconds)
-
-
-def _clock(match: re.Match[str]) -> str:
-    if match.group("h12"):
-        minutes = f":{match.group('m12')}" if match.group("m12") else ""
-        return f"{int(match.group('h12'))}{minutes}{match.group('ampm')}m"
-    return f"{int(match.group('h24')):02d}:{match.group('m24')}"

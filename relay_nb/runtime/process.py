@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from relay_nb.errors import InvocationError
+from relay_nb.redaction import is_secret_name, register_secret
 from relay_nb.runtime.base import BaseRuntime, TextCallback
 from relay_nb.runtime.switch import check_model_request
 from relay_nb.runtime.types import Capabilities, InvocationRequest, InvocationResult
@@ -32,6 +33,7 @@ __all__ = [
     "HarnessProfile",
     "ProcessOutput",
     "ProcessRuntime",
+    "exit_description",
     "run_process",
 ]
 
@@ -50,6 +52,14 @@ class ProcessOutput:
     exit_code: int
     stdout: bytes
     stderr: bytes
+
+
+def exit_description(exit_code: int) -> str:
+    """How a failure message says a nonzero exit ended: "exited with code 3" or "was killed
+    by signal 9" (asyncio reports death by signal N as -N)."""
+    if exit_code < 0:
+        return f"was killed by signal {-exit_code}"
+    return f"exited with code {exit_code}"
 
 
 class _OutputTooLarge(Exception):
@@ -275,7 +285,9 @@ class ProcessRuntime(BaseRuntime):
 
     ``env`` entries are added on top of this process's environment at spawn time (the CLI
     needs ``PATH`` and ``HOME`` to find itself and its login); they are kept private and
-    never appear in results, errors or ``repr``.
+    never appear in results, errors or ``repr``. Values under secret-looking names (see
+    :func:`relay_nb.redaction.is_secret_name`) are registered as secrets, so a recording
+    stays clean even when the CLI repeats one in its answer.
     """
 
     kill_grace_s: float = DEFAULT_KILL_GRACE_S
@@ -308,6 +320,9 @@ class ProcessRuntime(BaseRuntime):
         self.default_timeout = timeout
         self._capabilities = capabilities
         self._env = dict(env) if env is not None else None
+        for name, value in (env or {}).items():
+            if is_secret_name(name):
+                register_secret(value)
 
     def capabilities(self) -> Capabilities:
         return self._capabilities.model_copy()
@@ -337,8 +352,5 @@ class ProcessRuntime(BaseRuntime):
         return {**os.environ, **self._env}
 
     def _exit_failure(self, output: ProcessOutput) -> InvocationError:
-        if output.exit_code < 0:
-            how = f"was killed by signal {-output.exit_code}"
-        else:
-            how = f"exited with code {output.exit_code}"
+        how = exit_description(output.exit_code)
         return InvocationError("RUNTIME_FAILURE", f"{self.provider} {how}", False)

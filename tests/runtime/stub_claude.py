@@ -6,7 +6,8 @@ the file named by ``STUB_CLAUDE_RECORD``, then behaves as ``STUB_CLAUDE_SCENARIO
 Output shapes follow the real CLI's result object (``type``/``subtype``/``is_error``/
 ``result``/``usage``/``total_cost_usd``/``modelUsage``/``structured_output``/
 ``api_error_status``). Every failure text carries ``SECRET`` so tests can prove no CLI
-output is copied into errors. Standard library only: it must run under any Python 3.
+output is copied into errors. ``echo-env`` answers with the value of the variable named by
+``STUB_CLAUDE_ECHO``. Standard library only: it must run under any Python 3.
 """
 
 from __future__ import annotations
@@ -165,6 +166,27 @@ def main() -> None:
         emit(error_report(f"You've hit your limit · resets 3pm (Europe/Berlin) {SECRET}", None))
     elif scenario == "report-error-exit0":
         emit(result(is_error=True, subtype="error_during_execution", result=SECRET))
+    # Two signals at once: the harness order decides, so these pin it step by step.
+    elif scenario == "report-429-auth-stderr":  # step 2 before step 3
+        report = error_report(f"API Error: 429 rate_limit_error {SECRET}", 429)
+        emit(report, code=1, stderr=f"Invalid API key · Please run /login {SECRET}\n")
+    elif scenario == "report-401-limit":  # step 1 before step 2 (and 4)
+        body = f"API Error: 401 weekly limit reached · resets Oct 4 {SECRET}"
+        emit(error_report(body, 401), code=1, stderr=f"You've hit your limit {SECRET}\n")
+    elif scenario == "auth-and-limit-stderr":  # step 3 before step 4
+        fail(f"Invalid API key · Please run /login; weekly limit reached {SECRET}\n")
+    elif scenario == "limit-and-overloaded-stderr":  # step 4 before step 5
+        fail(f"API Error: Overloaded; 5-hour limit reached · resets 3pm {SECRET}\n")
+    elif scenario == "overloaded-exit0":  # steps 5-6 only for a nonzero exit
+        report = error_report(f"API Error: 529 Overloaded, temporarily unavailable {SECRET}", 529)
+        emit(report, stderr=f"Overloaded: the service is temporarily unavailable {SECRET}\n")
+    elif scenario == "killed":
+        sys.stderr.write(f"fatal {SECRET}\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif scenario == "echo-env":  # a CLI that repeats a configured value in its answer
+        value = os.environ.get(os.environ.get("STUB_CLAUDE_ECHO", ""), "")
+        emit(result(result=f"The configured value is {value}."))
     elif scenario == "invalid-json":
         sys.stdout.write(f"Welcome to Claude Code! {SECRET} {{not json")
     elif scenario == "oversize-stdout":

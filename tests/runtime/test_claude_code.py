@@ -33,13 +33,10 @@ from relay_nb.runtime import (
     ToolSpec,
 )
 from relay_nb.runtime import process as process_module
-from relay_nb.runtime.claude_code import (
-    ClaudeCodeRuntime,
-    find_reset,
-    rate_limit_error,
-    schema_descriptions,
-)
-from relay_nb.runtime.process import run_process
+from relay_nb.runtime.claude_code import ClaudeCodeRuntime, schema_descriptions
+from relay_nb.runtime.harness_limits import find_reset, rate_limit_error
+from relay_nb.runtime.process import exit_description, run_process
+from relay_nb.runtime.replay import RecordingRuntime
 
 STUB = Path(__file__).with_name("stub_claude.py")
 SECRET = "STUBSECRET"
@@ -196,7 +193,7 @@ async def test_text_request_runs_the_documented_command(
     assert result.usage.model_dump() == {
         "input_tokens": 8,
         "output_tokens": 4,
-        "total_tokens": 12,
+        "total_tokens": 148,  # input + output + cache reads + cache writes
         "cache_read_tokens": 120,
         "cache_write_tokens": 16,
         "cost_usd": 0.0042,
@@ -361,24 +358,19 @@ async def test_unforceable_tool_choices_are_refused_before_spawning(
     assert not spawned(record_path)
 
 
-async def test_forced_tool_falls_back_to_json_in_the_result_text(
-    loopback_model_requests: None, make_runtime
-) -> None:
-    request = ask(tools=[SUBMIT], tool_choice=ToolChoice.tool("submit"))
-    result = await make_runtime("tool-in-result").invoke(request)
-
-    assert result.tool_calls[0].input == {"answer": 7}
-
-
+@pytest.mark.parametrize("scenario", ["tool-missing", "tool-in-result"])
 async def test_forced_tool_without_structured_output_fails(
-    loopback_model_requests: None, make_runtime
+    loopback_model_requests: None, make_runtime, scenario: str
 ) -> None:
+    """Fidelity is declared "native": only the CLI's schema-checked ``structured_output``
+    counts. JSON that merely appears in the prose answer was never checked against the
+    schema, so it is refused rather than passed off as the tool input."""
     request = ask(tools=[SUBMIT], tool_choice=ToolChoice.tool("submit"))
     with pytest.raises(InvocationError) as info:
-        await make_runtime("tool-missing").invoke(request)
+        await make_runtime(scenario).invoke(request)
 
-    assert info.value.code == "RUNTIME_FAILURE"
-    assert "no structured output" in info.value.message
+    assert (info.value.code, info.value.retryable) == ("RUNTIME_FAILURE", False)
+    assert info.value.message == "Claude Code returned no structured output for tool 'submit'"
 
 
 def test_schema_descriptions_walk_only_the_documented_keywords() -> None:
@@ -446,6 +438,7 @@ async def test_output_token_overrun_is_reported_not_hidden(
         ("report-limit-exit0", "RATE_LIMITED", True, "usage limit reached; resets 3pm"),
         ("report-error-exit0", "RUNTIME_FAILURE", False, "failed run (error_during_execution)"),
         ("invalid-json", "RUNTIME_FAILURE", False, "no JSON result"),
+        ("killed", "RUNTIME_FAILURE", False, "Claude Code was killed by signal 9"),
     ],
 )
 async def test_failures_are_classified_without_copying_cli_output(
@@ -461,6 +454,36 @@ async def test_failures_are_classified_without_copying_cli_output(
 
     assert (info.value.code, info.value.retryable) == (code, retryable)
     assert fragment in info.value.message
+    assert_no_secret(info.value)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "message"),
+    [
+        # 2 before 3: a structured 429 outranks auth wording on stderr.
+        ("report-429-auth-stderr", "RATE_LIMITED", "Claude Code rate limited: rate limit reached"),
+        # 1 before 2 and 4: a structured 401 outranks limit wording anywhere.
+        ("report-401-limit", "AUTHENTICATION_FAILED", "credentials were refused (HTTP 401)"),
+        # 3 before 4: auth wording outranks limit wording on stderr.
+        ("auth-and-limit-stderr", "AUTHENTICATION_FAILED", "credentials were refused;"),
+        # 4 before 5: limit wording outranks "overloaded".
+        (
+            "limit-and-overloaded-stderr",
+            "RATE_LIMITED",
+            "Claude Code rate limited: 5-hour limit reached; resets 3pm",
+        ),
+        # 5-6 apply only to a nonzero exit: an exit-0 failed run is never "unavailable".
+        ("overloaded-exit0", "RUNTIME_FAILURE", "Claude Code reported a failed run"),
+    ],
+)
+async def test_combined_signals_follow_the_harness_order(
+    loopback_model_requests: None, make_runtime, scenario: str, code: str, message: str
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime(scenario).invoke(ask())
+
+    assert info.value.code == code
+    assert message in info.value.message
     assert_no_secret(info.value)
 
 
@@ -492,7 +515,7 @@ async def test_rate_limit_reason_is_rebuilt_from_fixed_phrases(
     ],
 )
 def test_limit_wording_maps_to_a_fixed_reason(text: str, message: str) -> None:
-    error = rate_limit_error(text + " sk-secret-xyz", status_429=False)
+    error = rate_limit_error(text + " sk-secret-xyz", label="Claude Code", status_429=False)
 
     assert error is not None
     assert error.message == f"Claude Code rate limited: {message}"
@@ -506,10 +529,25 @@ def test_limit_wording_maps_to_a_fixed_reason(text: str, message: str) -> None:
         "You have used 90% of your weekly limit",
         "output token limit exceeded",
         "session started",
+        # A limit word only counts as a whole word, not as the tail of another one.
+        "the first-rate limit was exceeded",
+        "a corporate limit was exceeded",
+        "the separate limit was hit",
+        "per-request limit exceeded",
+        "the workplan limit was reached",
+        "first-rate limited edition",
     ],
 )
 def test_limits_that_are_not_rate_limits_are_ignored(text: str) -> None:
-    assert rate_limit_error(text, status_429=False) is None
+    assert rate_limit_error(text, label="Claude Code", status_429=False) is None
+
+
+def test_rate_limit_label_names_the_harness() -> None:
+    error = rate_limit_error("weekly limit reached", label="Codex", status_429=False)
+
+    assert error is not None
+    assert error.message == "Codex rate limited: weekly limit reached"
+    assert rate_limit_error("", label="Codex", status_429=True) is not None
 
 
 def test_epoch_reset_becomes_a_utc_time_and_a_retry_hint() -> None:
@@ -521,6 +559,38 @@ def test_epoch_reset_becomes_a_utc_time_and_a_retry_hint() -> None:
     assert reset is not None
     assert reset.phrase == "resets Oct 4, 16:00 UTC"
     assert reset.seconds == 4 * 3600
+
+
+# ------------------------------------------------------------------------------ secrets
+
+
+async def test_secret_named_env_values_never_reach_a_recording(
+    loopback_model_requests: None, make_runtime, tmp_path: Path
+) -> None:
+    """A constructor env value under a secret-looking name is registered as a secret: the
+    live answer may echo it (it is the caller's own data), the recording on disk may not."""
+    value = f"sk-recording-{SECRET}-0123456789"
+    env = {"MY_SERVICE_API_KEY": value, "STUB_CLAUDE_ECHO": "MY_SERVICE_API_KEY"}
+    path = tmp_path / "calls.jsonl"
+    recorder = RecordingRuntime(make_runtime("echo-env", extra_env=env), path)
+
+    result = await recorder.invoke(ask())
+
+    assert value in result.output_text
+    recorded = path.read_text(encoding="utf-8")
+    assert value not in recorded
+    assert "[REDACTED]" in recorded
+
+
+async def test_ordinary_env_values_are_not_treated_as_secrets(
+    loopback_model_requests: None, make_runtime, tmp_path: Path
+) -> None:
+    value = "plain-config-value-0123456789"
+    env = {"MY_SERVICE_REGION": value, "STUB_CLAUDE_ECHO": "MY_SERVICE_REGION"}
+    path = tmp_path / "calls.jsonl"
+    await RecordingRuntime(make_runtime("echo-env", extra_env=env), path).invoke(ask())
+
+    assert value in path.read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------- process lifecycle
@@ -638,6 +708,14 @@ async def test_a_cli_that_never_reads_stdin_is_still_parsed(
     result = await make_runtime("no-read").invoke(ask("x" * 2_000_000))
 
     assert result.output_text == "Hello from the stub."
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "text"),
+    [(1, "exited with code 1"), (3, "exited with code 3"), (-9, "was killed by signal 9")],
+)
+def test_exit_description_is_shared_wording(exit_code: int, text: str) -> None:
+    assert exit_description(exit_code) == text
 
 
 async def test_transport_feeds_and_drains_concurrently() -> None:
