@@ -6,8 +6,11 @@ credentials::
 
     RelayError
     ├── ConfigurationError        a profile, option or setting is wrong; fix the call
-    └── InvocationError           one model invocation failed (code + retryable)
-        └── ModelRequestsBlocked  a real model call was refused by the test switch
+    ├── InvocationError           one model invocation failed (code + retryable)
+    │   └── ModelRequestsBlocked  a real model call was refused by the test switch
+    └── ConnectorError            a connector could not do what was asked
+        ├── UnsafeQueryError      the guard refused a query (rule + message), nothing ran
+        └── QueryExecutionError   the database refused or failed a guarded query
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from typing import Literal, get_args
 
 __all__ = [
     "ConfigurationError",
+    "ConnectorError",
     "InvocationError",
     "InvocationErrorCode",
     "ModelRequestsBlocked",
+    "QueryExecutionError",
     "RelayError",
+    "UnsafeQueryError",
 ]
 
 InvocationErrorCode = Literal[
@@ -95,6 +101,31 @@ class ModelRequestsBlocked(InvocationError):
 
     def __reduce__(self):
         return (type(self), (self.runtime_id, self.scope))
+
+
+class ConnectorError(RelayError):
+    """A connector could not do what was asked (bad input, unreachable system, refusal)."""
+
+
+class UnsafeQueryError(ConnectorError):
+    """The guard refused a query before anything ran.
+
+    ``rule`` is a stable identifier (e.g. ``"not_a_query"``, ``"table_not_allowed"``) that
+    tests and the model can rely on; ``message`` says what to change.
+    """
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"{rule}: {message}")
+        self.rule = rule
+        self.message = message
+
+    def __reduce__(self):
+        return (type(self), (self.rule, self.message))
+
+
+class QueryExecutionError(ConnectorError):
+    """The database refused or failed a guarded query; the message is the driver's, scrubbed
+    of credentials."""
 
 
 def _rebuild_invocation_error(cls, code, message, retryable, retry_after_s):

@@ -1,0 +1,52 @@
+"""The connector contract: every data system contributes tools and prompt context.
+
+The agent loop never branches on a connector's kind; it asks each connector the skill
+names for its tools (``query_<id>``, ``describe_<id>``, ``call_<id>``…) and for the text that
+tells the model what is queryable.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+
+from relay_nb.errors import ConfigurationError
+from relay_nb.tools import Tool
+
+__all__ = ["CONNECTOR_ID", "Connector", "check_connector_id"]
+
+CONNECTOR_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+def check_connector_id(connector_id: str) -> str:
+    """Ids become tool names (``query_<id>``), so they must be short snake_case."""
+    if not isinstance(connector_id, str) or not CONNECTOR_ID.match(connector_id):
+        raise ConfigurationError(
+            f"connector id {connector_id!r} must be snake_case: a lowercase letter, then up to "
+            "39 lowercase letters, digits or underscores (e.g. 'shop' or 'sales_2026')"
+        )
+    return connector_id
+
+
+class Connector(ABC):
+    """One registered data system. Subclasses set ``id``, ``kind``, ``name``, ``description``."""
+
+    id: str
+    kind: str
+    name: str
+    description: str | None = None
+
+    @abstractmethod
+    def tools(self) -> list[Tool]:
+        """The tools the model may call on this system."""
+
+    @abstractmethod
+    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
+        """What is queryable, compact enough for a system prompt; ranked by ``question``
+        and cut to ``max_tokens`` when both are given."""
+
+    def close(self) -> None:  # noqa: B027 - connectors without resources need not override
+        """Release pools, sockets and file handles."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id!r}>"

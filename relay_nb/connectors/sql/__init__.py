@@ -1,0 +1,1 @@
+"""The SQL connector: any SQLAlchemy database, guarded, read-only, results as DataFrames."""

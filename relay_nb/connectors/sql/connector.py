@@ -1,0 +1,300 @@
+"""``SQLConnector``: any SQLAlchemy database as guarded, read-only tools for the model.
+
+Pipeline for every query, whoever writes it: guard (parse, check, clamp, re-serialise) →
+read-only execution of the re-serialised tree → DataFrame for the notebook and a compact
+preview for the model. The schema is read from the catalog once and cached; ``refresh()``
+re-reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import URL, Engine, make_url
+
+from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.sql.dialects import sqlglot_dialect
+from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
+from relay_nb.connectors.sql.introspect import introspect
+from relay_nb.connectors.sql.readonly import CancelHandle, build_engine, run_read_only
+from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
+from relay_nb.connectors.sql.results import QueryResult, build_frame, preview_for_model
+from relay_nb.connectors.sql.schema import Catalog
+from relay_nb.errors import ConfigurationError, QueryExecutionError
+from relay_nb.redaction import redact, register_secret
+from relay_nb.tools import Tool, ToolResult
+
+__all__ = ["SQLConnector"]
+
+_TEMPORAL_WORDS = ("date", "time")
+_MAX_DRIVER_MESSAGE = 400
+
+
+class _QueryInput(BaseModel):
+    sql: str = Field(
+        description="Exactly one read-only SELECT (WITH … SELECT allowed) in this database's "
+        "SQL dialect. LIMIT is applied automatically."
+    )
+
+
+class _DescribeInput(BaseModel):
+    tables: list[str] = Field(
+        default_factory=list, description="Table names (or schema.table) to describe in full."
+    )
+    search: str | None = Field(
+        default=None, description="Words to find relevant tables when you do not know names."
+    )
+
+
+class SQLConnector(Connector):
+    kind = "sql"
+
+    def __init__(
+        self,
+        id: str,
+        url_or_engine: str | URL | Engine,
+        *,
+        tables: Sequence[str] | None = None,
+        schemas: Sequence[str] | None = None,
+        row_limit: int = 200,
+        statement_timeout_s: float = 30.0,
+        name: str | None = None,
+        description: str | None = None,
+        preview_chars: int = 4000,
+    ) -> None:
+        self.id = check_connector_id(id)
+        if not isinstance(row_limit, int) or row_limit < 1:
+            raise ConfigurationError(f"row_limit must be a positive integer, got {row_limit!r}")
+        if not statement_timeout_s or statement_timeout_s <= 0:
+            raise ConfigurationError("statement_timeout_s must be a positive number of seconds")
+        self.name = name or id
+        self.description = description
+        self.row_limit = row_limit
+        self.statement_timeout_s = float(statement_timeout_s)
+        self.preview_chars = preview_chars
+        self._tables = list(tables) if tables is not None else None
+        self._schemas = list(schemas) if schemas is not None else None
+        self._owns_engine = not isinstance(url_or_engine, Engine)
+        if self._owns_engine:
+            password = make_url(url_or_engine).password
+            if password:
+                register_secret(str(password))
+        self.engine = build_engine(url_or_engine)
+        self.dialect = sqlglot_dialect(self.engine.dialect.name)
+        self._catalog: Catalog | None = None
+        self._catalog_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ schema
+    @property
+    def catalog(self) -> Catalog:
+        """The introspected schema, read once and cached."""
+        if self._catalog is None:
+            with self._catalog_lock:
+                if self._catalog is None:
+                    self._catalog = self._introspect()
+        return self._catalog
+
+    def refresh(self) -> Catalog:
+        """Re-read the catalog (after the database's schema changed)."""
+        with self._catalog_lock:
+            self._catalog = self._introspect()
+        return self._catalog
+
+    def _introspect(self) -> Catalog:
+        try:
+            with self.engine.connect() as conn:
+                return introspect(conn, schemas=self._schemas, tables=self._tables)
+        except ConfigurationError:
+            raise
+        except Exception as exc:
+            raise QueryExecutionError(
+                f"could not read the schema of {self.id!r}: {_driver_message(exc)}"
+            ) from None
+
+    # ------------------------------------------------------------------ queries
+    def guard(self, sql: str) -> GuardedQuery:
+        """Check and rewrite ``sql`` without running it (raises UnsafeQueryError)."""
+        catalog = self.catalog
+        # one row past the limit tells "exactly row_limit rows" from "truncated"
+        return guard_query(
+            sql,
+            dialect=self.dialect,
+            allowed_tables=catalog.allowlist(),
+            default_schema=catalog.default_schema,
+            row_limit=self.row_limit + 1,
+        )
+
+    def query(self, sql: str) -> QueryResult:
+        """Run one query now. Ctrl-C (a kernel interrupt) cancels the running statement."""
+        cancel = CancelHandle()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["result"] = self._execute(sql, cancel)
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=work, name=f"relay-sql-{self.id}", daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.05)
+        except KeyboardInterrupt:
+            cancel.cancel("interrupted")
+            worker.join(self.statement_timeout_s)
+            raise
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+
+    async def aquery(self, sql: str) -> QueryResult:
+        """Async form; cancelling the task cancels the statement and waits for the rollback."""
+        cancel = CancelHandle()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, self._execute, sql, cancel)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.cancel("cancelled")
+            try:
+                await asyncio.wait_for(asyncio.shield(future), self.statement_timeout_s)
+            except BaseException:
+                pass
+            raise
+
+    def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
+        guarded = self.guard(sql)
+        try:
+            fetched = run_read_only(
+                self.engine,
+                guarded.sql,
+                max_rows=self.row_limit + 1,
+                timeout_s=self.statement_timeout_s,
+                cancel=cancel,
+            )
+        except Exception as exc:
+            raise self._execution_error(exc, cancel) from None
+        truncated = len(fetched.rows) > self.row_limit
+        rows = fetched.rows[: self.row_limit]
+        frame = build_frame(fetched.columns, rows, temporal_columns=self._temporal(guarded))
+        return QueryResult(
+            df=frame,
+            executed_sql=guarded.sql,
+            row_count=len(rows),
+            truncated=truncated,
+            elapsed_ms=fetched.elapsed_ms,
+            connector_id=self.id,
+            submitted_sql=sql,
+            tables=guarded.tables,
+        )
+
+    def _execution_error(self, exc: Exception, cancel: CancelHandle) -> QueryExecutionError:
+        if (cancel.cancelled and cancel.reason == "timeout") or _is_server_timeout(exc):
+            return QueryExecutionError(
+                f"the query ran longer than {self.statement_timeout_s:g} s and was stopped; "
+                "make it cheaper (filter earlier, aggregate, avoid cross joins)"
+            )
+        if cancel.cancelled:
+            return QueryExecutionError("the query was cancelled")
+        return QueryExecutionError(f"the database refused the query: {_driver_message(exc)}")
+
+    def _temporal(self, guarded: GuardedQuery) -> dict[str, str]:
+        """Declared date/time columns of the referenced tables (SQLite returns them as text)."""
+        if self.dialect != "sqlite":
+            return {}
+        found: dict[str, str] = {}
+        for name in guarded.tables:
+            table = self.catalog.find(name)
+            for column in table.columns if table else ():
+                if any(word in column.type.lower() for word in _TEMPORAL_WORDS):
+                    found[column.name] = column.type
+        return found
+
+    # ------------------------------------------------------------------ model-facing
+    def tools(self) -> list[Tool]:
+        return [
+            Tool(
+                name=f"query_{self.id}",
+                description=(
+                    f"Run one read-only SQL query ({self.dialect} dialect) on {self.name}. "
+                    f"Returns at most {self.row_limit} rows: aggregate in SQL rather than "
+                    "fetching raw rows."
+                ),
+                input_model=_QueryInput,
+                handler=self._query_tool,
+                timeout_s=self.statement_timeout_s + 5,
+                metadata={"connector": self.id, "kind": "sql"},
+            ),
+            Tool(
+                name=f"describe_{self.id}",
+                description=(
+                    f"Full details (all columns, keys, comments) of tables in {self.name}, by "
+                    "name or by search words. Use it for tables the schema summary left out."
+                ),
+                input_model=_DescribeInput,
+                handler=self._describe_tool,
+                timeout_s=30.0,
+                metadata={"connector": self.id, "kind": "sql"},
+            ),
+        ]
+
+    async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
+        result = await self.aquery(arguments.sql)
+        preview = preview_for_model(result, max_chars=self.preview_chars)
+        return ToolResult(content=preview, artifact=result)
+
+    async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
+        catalog = await asyncio.to_thread(lambda: self.catalog)
+        names = list(arguments.tables)
+        if arguments.search:
+            names += [t.qualified_name for t in search_tables(catalog, arguments.search, limit=5)]
+        if not names:
+            listing = ", ".join(t.qualified_name for t in catalog.tables)
+            return ToolResult(content=f"tables in {self.id}: {listing}")
+        return ToolResult(content=describe_tables(catalog, list(dict.fromkeys(names))))
+
+    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
+        head = (
+            f"### SQL connector: {self.id}"
+            + (f" ({self.name})" if self.name != self.id else "")
+            + f" — {self.dialect}, read-only\n"
+            + (f"{self.description}\n" if self.description else "")
+            + f"Query with query_{self.id}: one SELECT/WITH statement, at most {self.row_limit} "
+            f"rows returned (LIMIT applied automatically). describe_{self.id} gives full table "
+            "details.\n"
+        )
+        budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
+        rendered = render_catalog(self.catalog, max_tokens=budget, question=question)
+        return head + rendered.text
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self.engine.dispose()
+
+
+# The server's own statement timeout may fire before our timer: same meaning, same message.
+_SERVER_TIMEOUT_CODES = {3024, 1969}  # MySQL max_execution_time, MariaDB max_statement_time
+_SERVER_TIMEOUT_SQLSTATE = "57014"  # PostgreSQL query_canceled (statement_timeout)
+
+
+def _is_server_timeout(exc: BaseException) -> bool:
+    original = getattr(exc, "orig", None) or exc
+    if getattr(original, "sqlstate", None) == _SERVER_TIMEOUT_SQLSTATE:
+        return "timeout" in str(original).lower()
+    args = getattr(original, "args", ())
+    return bool(args) and args[0] in _SERVER_TIMEOUT_CODES
+
+
+def _driver_message(exc: BaseException) -> str:
+    """The driver's own first line, scrubbed of known secrets and clipped."""
+    original = getattr(exc, "orig", None) or exc
+    text = (
+        str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
+    )
+    text = redact(text)
+    return text if len(text) <= _MAX_DRIVER_MESSAGE else text[: _MAX_DRIVER_MESSAGE - 1] + "…"

@@ -1,0 +1,229 @@
+"""Run one guarded query read-only, bounded in time and rows, cancellable from any thread.
+
+The guard is the first wall; this module is the second, so that a guard bug still cannot
+write. Every dialect gets the strongest read-only mode its driver offers:
+
+- SQLite: opened ``mode=ro`` when the engine is built from a file URL, plus
+  ``PRAGMA query_only`` on every call; time bounded by a progress handler.
+- PostgreSQL: ``default_transaction_read_only`` at connect, ``SET TRANSACTION READ ONLY`` and
+  ``SET LOCAL statement_timeout`` per call, cancelled through the driver's cancel request.
+- MySQL/MariaDB: ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
+  ``max_statement_time`` (MariaDB), reset after the call; cancelled with ``KILL QUERY``.
+- DuckDB: ``read_only`` with external access disabled and the configuration locked.
+
+Every call ends in a rollback; a connection whose rollback fails is discarded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import URL, Engine, create_engine, event, make_url
+
+__all__ = ["CancelHandle", "FetchedRows", "build_engine", "run_read_only"]
+
+# Drivers whose timeout/cancel we do not know get a watchdog that at least closes the cursor.
+_SQLITE_PROGRESS_STEPS = 10_000
+
+
+@dataclass
+class FetchedRows:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    elapsed_ms: float
+
+
+class CancelHandle:
+    """Lets another thread (a timer, a stop button, Ctrl-C) stop the running statement."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancel: Callable[[], None] | None = None
+        self.cancelled = False
+        self.reason = ""
+
+    def arm(self, cancel: Callable[[], None]) -> None:
+        with self._lock:
+            self._cancel = cancel
+            fire = self.cancelled
+        if fire:
+            cancel()
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._cancel = None
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled, self.reason = True, reason
+            cancel = self._cancel
+        if cancel is not None:
+            try:
+                cancel()
+            except Exception:  # best effort: the server-side timeout is the backstop
+                pass
+
+
+def build_engine(url_or_engine: str | URL | Engine, *, dialect_hint: str | None = None) -> Engine:
+    """An engine configured read-only at connect time where the driver allows it.
+
+    An engine passed in by the caller is used as is (it may carry pooling or auth the caller
+    chose); per-call read-only measures still apply to it.
+    """
+    if isinstance(url_or_engine, Engine):
+        return url_or_engine
+    url = make_url(url_or_engine)
+    backend = url.get_backend_name()
+    connect_args: dict[str, Any] = {}
+    if backend == "sqlite":
+        url, connect_args = _sqlite_read_only_url(url)
+    elif backend == "duckdb":
+        database = url.database or ":memory:"
+        config = {"enable_external_access": False, "lock_configuration": True}
+        connect_args = {"config": config}
+        if database != ":memory:":
+            connect_args["read_only"] = True
+    elif backend == "postgresql":
+        connect_args = {"options": "-c default_transaction_read_only=on"}
+    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=backend != "sqlite")
+    if backend == "sqlite":
+        event.listen(engine, "connect", _sqlite_on_connect)
+    return engine
+
+
+def _sqlite_read_only_url(url: URL) -> tuple[URL, dict[str, Any]]:
+    database = url.database or ""
+    args: dict[str, Any] = {"check_same_thread": False}
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return url, args
+    ro = url.set(database=f"file:{database}?mode=ro", query={**url.query, "uri": "true"})
+    return ro, args
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA query_only = ON")
+    finally:
+        cursor.close()
+
+
+def run_read_only(
+    engine: Engine,
+    sql: str,
+    *,
+    max_rows: int,
+    timeout_s: float,
+    cancel: CancelHandle | None = None,
+) -> FetchedRows:
+    """Run ``sql`` (already guarded) read-only; raise the driver's exception on failure."""
+    cancel = cancel or CancelHandle()
+    backend = engine.dialect.name
+    raw = engine.raw_connection()
+    timer = threading.Timer(timeout_s, cancel.cancel, kwargs={"reason": "timeout"})
+    timer.daemon = True
+    started = time.perf_counter()
+    clean = False
+    try:
+        driver_conn = raw.driver_connection
+        _begin_read_only(backend, engine, raw, timeout_s, cancel)
+        cancel.arm(_canceller(backend, engine, driver_conn, raw))
+        timer.start()
+        cursor = raw.cursor()
+        try:
+            cursor.execute(sql)
+            columns = [d[0] for d in cursor.description or ()]
+            rows = [tuple(r) for r in cursor.fetchmany(max_rows)] if columns else []
+        finally:
+            cancel.disarm()
+            timer.cancel()
+            _close_quietly(cursor)
+        clean = True
+        return FetchedRows(columns, rows, (time.perf_counter() - started) * 1000)
+    finally:
+        timer.cancel()
+        _end(backend, engine, raw, discard=not clean and backend in ("mysql", "mariadb"))
+
+
+def _begin_read_only(
+    backend: str, engine: Engine, raw: Any, timeout_s: float, cancel: CancelHandle
+) -> None:
+    cursor = raw.cursor()
+    try:
+        if backend == "postgresql":
+            cursor.execute("SET TRANSACTION READ ONLY")
+            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+        elif backend in ("mysql", "mariadb"):
+            if getattr(engine.dialect, "is_mariadb", False):
+                cursor.execute(f"SET SESSION max_statement_time = {float(timeout_s):.3f}")
+            else:
+                cursor.execute(f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+            cursor.execute("START TRANSACTION READ ONLY")
+        elif backend == "sqlite":
+            cursor.execute("PRAGMA query_only = ON")
+            deadline = time.monotonic() + timeout_s
+
+            def past_deadline() -> int:
+                if time.monotonic() <= deadline:
+                    return 0
+                cancel.cancel("timeout")  # so the error says "timed out", not "interrupted"
+                return 1
+
+            raw.driver_connection.set_progress_handler(past_deadline, _SQLITE_PROGRESS_STEPS)
+    finally:
+        _close_quietly(cursor)
+
+
+def _canceller(backend: str, engine: Engine, driver_conn: Any, raw: Any) -> Callable[[], None]:
+    if backend == "postgresql":
+        cancel = getattr(driver_conn, "cancel_safe", None) or driver_conn.cancel
+        return lambda: cancel()
+    if backend in ("sqlite", "duckdb"):
+        return driver_conn.interrupt
+    if backend in ("mysql", "mariadb"):
+        thread_id = driver_conn.thread_id()
+
+        def kill_query() -> None:
+            with engine.connect() as other:
+                other.exec_driver_sql(f"KILL QUERY {int(thread_id)}")
+
+        return kill_query
+    return lambda: _close_quietly(raw)
+
+
+def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
+    """Roll back, undo per-call settings, return the connection (or discard it if unsure)."""
+    try:
+        raw.rollback()
+        if backend in ("mysql", "mariadb"):
+            cursor = raw.cursor()
+            try:
+                name = (
+                    "max_statement_time"
+                    if getattr(engine.dialect, "is_mariadb", False)
+                    else "max_execution_time"
+                )
+                cursor.execute(f"SET SESSION {name} = DEFAULT")
+            finally:
+                _close_quietly(cursor)
+        elif backend == "sqlite":
+            raw.driver_connection.set_progress_handler(None, 0)
+    except Exception:
+        discard = True
+    if discard:
+        raw.invalidate()
+    else:
+        raw.close()
+
+
+def _close_quietly(resource: Any) -> None:
+    try:
+        resource.close()
+    except Exception:
+        pass

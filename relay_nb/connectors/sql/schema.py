@@ -1,0 +1,74 @@
+"""What a SQL database holds, as data: the catalog the guard, the prompt and the model share.
+
+Introspection fills these models once per schema; the guard reads the table set as its
+allowlist, the context layer renders them, and ``describe_<id>`` serves details on demand.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Catalog", "ColumnInfo", "ForeignKey", "TableInfo"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ColumnInfo(_Frozen):
+    name: str
+    type: str
+    """The database's own type name, compacted (``varchar(80)``, ``numeric(10,2)``)."""
+    nullable: bool = True
+    primary_key: bool = False
+    comment: str | None = None
+
+
+class ForeignKey(_Frozen):
+    columns: tuple[str, ...]
+    ref_schema: str | None
+    ref_table: str
+    ref_columns: tuple[str, ...]
+
+
+class TableInfo(_Frozen):
+    schema_name: str | None
+    """None where the database has no schemas (SQLite's main database)."""
+    name: str
+    kind: str = "table"
+    """``table`` or ``view``."""
+    columns: tuple[ColumnInfo, ...] = ()
+    foreign_keys: tuple[ForeignKey, ...] = ()
+    comment: str | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema_name}.{self.name}" if self.schema_name else self.name
+
+
+class Catalog(_Frozen):
+    dialect: str
+    """The sqlglot dialect name (``sqlite``, ``postgres``, ``mysql``, ``duckdb`` …)."""
+    default_schema: str | None
+    tables: tuple[TableInfo, ...] = Field(default_factory=tuple)
+
+    def find(self, name: str) -> TableInfo | None:
+        """Look a table up by ``name`` or ``schema.name``, case-insensitively."""
+        wanted = name.lower()
+        for table in self.tables:
+            if table.qualified_name.lower() == wanted:
+                return table
+        for table in self.tables:
+            if table.name.lower() == wanted and (
+                table.schema_name is None
+                or (self.default_schema or "").lower() == (table.schema_name or "").lower()
+            ):
+                return table
+        matches = [t for t in self.tables if t.name.lower() == wanted]
+        return matches[0] if len(matches) == 1 else None
+
+    def allowlist(self) -> frozenset[tuple[str | None, str]]:
+        """(schema, table) pairs, lowercased: what the guard lets a query touch."""
+        return frozenset(
+            ((t.schema_name or "").lower() or None, t.name.lower()) for t in self.tables
+        )
