@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS = ("import_time",)
+BENCHMARKS = ("import_time", "introspection", "guard")
 
 
 def main(argv: list[str]) -> int:
@@ -24,6 +24,9 @@ def main(argv: list[str]) -> int:
         results[name] = importlib.import_module(f"benchmarks.{name}").run()
     out = Path(__file__).with_name("results") / "latest.json"
     out.parent.mkdir(exist_ok=True)
+    # running a subset updates those entries and keeps the others' last results
+    previous = json.loads(out.read_text()).get("results", {}) if out.exists() else {}
+    results = {**previous, **results}
     meta = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),

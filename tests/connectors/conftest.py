@@ -13,6 +13,8 @@ Fixture names are a contract other test modules rely on: ``sqlite_shop``, ``duck
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,3 +123,37 @@ def shop_db(request: pytest.FixtureRequest) -> ShopDB:
     )
     dialect = "postgres" if kind == "postgres" else "mysql"
     return ShopDB(dialect=dialect, ro_url=server.ro, admin_url=server.admin, paths=server.paths)
+
+
+@pytest.fixture(params=["sqlite", "duckdb", "postgres", "mariadb"])
+def scratch_shop(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShopDB]:
+    """A private seeded database a test may damage; the shared ``shop`` stays untouched.
+
+    Tests that connect with the OWNER's credentials, or that write on purpose, use this, so
+    a failing defence can never corrupt the database every other test reads.
+    """
+    kind = request.param
+    if kind in ("sqlite", "duckdb"):
+        url = f"{kind}:///{tmp_path / ('shop.' + kind)}"
+        seed_database(url)
+        yield ShopDB(dialect=kind, ro_url=url, admin_url=url, paths=(str(tmp_path),))
+        return
+    server: ServerURLs = request.getfixturevalue(
+        "pg_urls" if kind == "postgres" else "mariadb_urls"
+    )
+    name = f"shop_scratch_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(server.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        url = sa.make_url(server.admin).set(database=name).render_as_string(hide_password=False)
+        try:
+            seed_database(url)
+            dialect = "postgres" if kind == "postgres" else "mysql"
+            yield ShopDB(dialect=dialect, ro_url=url, admin_url=url, paths=())
+        finally:
+            with admin.connect() as conn:
+                force = " WITH (FORCE)" if kind == "postgres" else ""
+                conn.exec_driver_sql(f"DROP DATABASE {name}{force}")
+    finally:
+        admin.dispose()

@@ -11,7 +11,6 @@ import importlib.util
 import os
 import sys
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -218,33 +217,6 @@ def test_mariadb_ro_role_cannot_write(mariadb_urls):
 # --- the fingerprint notices changes ----------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "duckdb", "postgres", "mariadb"])
-def scratch_admin_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A private seeded database this test may write to; the shared one stays untouched."""
-    kind = request.param
-    if kind in ("sqlite", "duckdb"):
-        url = f"{kind}:///{tmp_path / ('shop.' + kind)}"
-        seed_database(url)
-        yield url
-        return
-    server = request.getfixturevalue("pg_urls" if kind == "postgres" else "mariadb_urls")
-    name = f"shop_scratch_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(server.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
-        url = sa.make_url(server.admin).set(database=name).render_as_string(hide_password=False)
-        try:
-            seed_database(url)
-            yield url
-        finally:
-            with admin.connect() as conn:
-                force = " WITH (FORCE)" if kind == "postgres" else ""
-                conn.exec_driver_sql(f"DROP DATABASE {name}{force}")
-    finally:
-        admin.dispose()
-
-
 def _execute(url: str, sql: str) -> None:
     engine = sa.create_engine(url, poolclass=NullPool)
     try:
@@ -254,8 +226,8 @@ def _execute(url: str, sql: str) -> None:
         engine.dispose()
 
 
-def test_fingerprint_changes_with_one_row_and_comes_back(scratch_admin_url):
-    url = scratch_admin_url
+def test_fingerprint_changes_with_one_row_and_comes_back(scratch_shop):
+    url = scratch_shop.admin_url
     before = fingerprint(url)
     before_parts = fingerprint_parts(url)
     assert fingerprint(url) == before, "fingerprint must be stable when nothing changes"
@@ -271,8 +243,8 @@ def test_fingerprint_changes_with_one_row_and_comes_back(scratch_admin_url):
     assert fingerprint(url) != before
 
 
-def test_fingerprint_sees_schema_objects(scratch_admin_url):
-    url = scratch_admin_url
+def test_fingerprint_sees_schema_objects(scratch_shop):
+    url = scratch_shop.admin_url
     before = fingerprint_parts(url)
     _execute(url, "CREATE TABLE pwned (id INTEGER)")
     after = fingerprint_parts(url)

@@ -16,10 +16,13 @@ from relay_nb.errors import ConfigurationError, QueryExecutionError, UnsafeQuery
 ALLOWED = ["customers", "products", "orders", "order_items", "events", "customer_revenue"]
 
 # A statement that never ends on its own: only the timeout or a cancel stops it.
+_COUNT_FOREVER = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+)
 ENDLESS = {
-    "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c",
-    "duckdb": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c",
-    "postgres": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c",
+    "sqlite": _COUNT_FOREVER,
+    "duckdb": _COUNT_FOREVER,
+    "postgres": _COUNT_FOREVER,
     # MariaDB stops recursive CTEs after max_recursive_iterations (1000): a huge join instead
     "mysql": "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d",
 }
@@ -27,18 +30,27 @@ ENDLESS = {
 
 @pytest.fixture
 def shop(shop_db):
-    connector = SQLConnector("shop", shop_db.ro_url, tables=ALLOWED, row_limit=50, statement_timeout_s=2)
+    connector = SQLConnector(
+        "shop", shop_db.ro_url, tables=ALLOWED, row_limit=50, statement_timeout_s=2
+    )
     yield connector
     connector.close()
 
 
-def direct(shop_db, sql: str) -> pd.DataFrame:
-    engine = sa.create_engine(shop_db.admin_url)
+def direct(connector: SQLConnector, sql: str) -> pd.DataFrame:
+    """The same SQL through the bare driver: no guard, no limit, no conversion.
+
+    It reuses the connector's engine because DuckDB refuses a second, differently
+    configured connection to the same file within one process.
+    """
+    raw = connector.engine.raw_connection()
     try:
-        with engine.connect() as conn:
-            return pd.read_sql(sa.text(sql), conn)
+        cursor = raw.cursor()
+        cursor.execute(sql)
+        columns = [d[0] for d in cursor.description]
+        return pd.DataFrame.from_records(cursor.fetchall(), columns=columns)
     finally:
-        engine.dispose()
+        raw.close()
 
 
 def test_results_match_the_direct_driver(shop, shop_db):
@@ -47,7 +59,7 @@ def test_results_match_the_direct_driver(shop, shop_db):
         "GROUP BY status ORDER BY status"
     )
     result = shop.query(sql)
-    expected = direct(shop_db, sql)
+    expected = direct(shop, sql)
     assert list(result.df.columns) == ["status", "n", "revenue"]
     assert result.df["status"].tolist() == expected["status"].tolist()
     assert result.df["n"].astype(int).tolist() == expected["n"].astype(int).tolist()

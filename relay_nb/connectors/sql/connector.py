@@ -9,6 +9,7 @@ re-reads it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -161,10 +162,9 @@ class SQLConnector(Connector):
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             cancel.cancel("cancelled")
-            try:
+            # let the statement stop and roll back before the cancellation surfaces
+            with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(future), self.statement_timeout_s)
-            except BaseException:
-                pass
             raise
 
     def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
@@ -176,6 +176,7 @@ class SQLConnector(Connector):
                 max_rows=self.row_limit + 1,
                 timeout_s=self.statement_timeout_s,
                 cancel=cancel,
+                search_path=self.catalog.default_schema if self.dialect == "postgres" else None,
             )
         except Exception as exc:
             raise self._execution_error(exc, cancel) from None

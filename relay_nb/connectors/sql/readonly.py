@@ -7,7 +7,8 @@ write. Every dialect gets the strongest read-only mode its driver offers:
   ``PRAGMA query_only`` on every call; time bounded by a progress handler.
 - PostgreSQL: ``default_transaction_read_only`` at connect, ``SET TRANSACTION READ ONLY`` and
   ``SET LOCAL statement_timeout`` per call, cancelled through the driver's cancel request.
-- MySQL/MariaDB: ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
+- MySQL/MariaDB: a read-only session (so DDL, which commits implicitly, is refused too) and
+  ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
   ``max_statement_time`` (MariaDB), reset after the call; cancelled with ``KILL QUERY``.
 - DuckDB: ``read_only`` with external access disabled and the configuration locked.
 
@@ -16,6 +17,7 @@ Every call ends in a rollback; a connection whose rollback fails is discarded.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -24,10 +26,14 @@ from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 
-__all__ = ["CancelHandle", "FetchedRows", "build_engine", "run_read_only"]
+__all__ = ["CancelHandle", "FetchedRows", "QueryCancelled", "build_engine", "run_read_only"]
 
 # Drivers whose timeout/cancel we do not know get a watchdog that at least closes the cursor.
 _SQLITE_PROGRESS_STEPS = 10_000
+
+
+class QueryCancelled(Exception):
+    """The statement was cancelled before it reached the database."""
 
 
 @dataclass
@@ -64,10 +70,8 @@ class CancelHandle:
             self.cancelled, self.reason = True, reason
             cancel = self._cancel
         if cancel is not None:
-            try:
+            with contextlib.suppress(Exception):  # best effort: server timeouts are the backstop
                 cancel()
-            except Exception:  # best effort: the server-side timeout is the backstop
-                pass
 
 
 def build_engine(url_or_engine: str | URL | Engine, *, dialect_hint: str | None = None) -> Engine:
@@ -121,8 +125,13 @@ def run_read_only(
     max_rows: int,
     timeout_s: float,
     cancel: CancelHandle | None = None,
+    search_path: str | None = None,
 ) -> FetchedRows:
-    """Run ``sql`` (already guarded) read-only; raise the driver's exception on failure."""
+    """Run ``sql`` (already guarded) read-only; raise the driver's exception on failure.
+
+    ``search_path`` (PostgreSQL) pins unqualified names to the schema the guard resolved
+    them against, so a same-named table in another schema on the role's path cannot win.
+    """
     cancel = cancel or CancelHandle()
     backend = engine.dialect.name
     raw = engine.raw_connection()
@@ -132,11 +141,13 @@ def run_read_only(
     clean = False
     try:
         driver_conn = raw.driver_connection
-        _begin_read_only(backend, engine, raw, timeout_s, cancel)
+        _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path)
         cancel.arm(_canceller(backend, engine, driver_conn, raw))
         timer.start()
         cursor = raw.cursor()
         try:
+            if cancel.cancelled:  # a cancel that came before the statement: never start it
+                raise QueryCancelled(cancel.reason)
             cursor.execute(sql)
             columns = [d[0] for d in cursor.description or ()]
             rows = [tuple(r) for r in cursor.fetchmany(max_rows)] if columns else []
@@ -152,18 +163,35 @@ def run_read_only(
 
 
 def _begin_read_only(
-    backend: str, engine: Engine, raw: Any, timeout_s: float, cancel: CancelHandle
+    backend: str,
+    engine: Engine,
+    raw: Any,
+    timeout_s: float,
+    cancel: CancelHandle,
+    search_path: str | None,
 ) -> None:
     cursor = raw.cursor()
     try:
         if backend == "postgresql":
             cursor.execute("SET TRANSACTION READ ONLY")
-            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+            # one round trip for the per-transaction settings; all revert at rollback.
+            # standard_conforming_strings: the guard re-serialises strings assuming it is on
+            settings = {
+                "statement_timeout": str(int(timeout_s * 1000)),
+                "standard_conforming_strings": "on",
+            }
+            if search_path:
+                settings["search_path"] = _pg_identifier(search_path)
+            calls = ", ".join(f"set_config('{name}', %s, true)" for name in settings)
+            cursor.execute(f"SELECT {calls}", tuple(settings.values()))
         elif backend in ("mysql", "mariadb"):
             if getattr(engine.dialect, "is_mariadb", False):
                 cursor.execute(f"SET SESSION max_statement_time = {float(timeout_s):.3f}")
             else:
                 cursor.execute(f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+            # DDL commits the open transaction implicitly and would then run outside it:
+            # a read-only SESSION refuses DDL too (error 1792), the transaction alone does not
+            cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
         elif backend == "sqlite":
             cursor.execute("PRAGMA query_only = ON")
@@ -178,6 +206,10 @@ def _begin_read_only(
             raw.driver_connection.set_progress_handler(past_deadline, _SQLITE_PROGRESS_STEPS)
     finally:
         _close_quietly(cursor)
+
+
+def _pg_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _canceller(backend: str, engine: Engine, driver_conn: Any, raw: Any) -> Callable[[], None]:
@@ -200,16 +232,18 @@ def _canceller(backend: str, engine: Engine, driver_conn: Any, raw: Any) -> Call
 def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
     """Roll back, undo per-call settings, return the connection (or discard it if unsure)."""
     try:
-        raw.rollback()
+        if backend == "duckdb":
+            _rollback_duckdb(raw)
+        else:
+            raw.rollback()
         if backend in ("mysql", "mariadb"):
+            mariadb = getattr(engine.dialect, "is_mariadb", False)
+            timeout_var = "max_statement_time" if mariadb else "max_execution_time"
+            read_only_var = "tx_read_only" if mariadb else "transaction_read_only"
             cursor = raw.cursor()
             try:
-                name = (
-                    "max_statement_time"
-                    if getattr(engine.dialect, "is_mariadb", False)
-                    else "max_execution_time"
-                )
-                cursor.execute(f"SET SESSION {name} = DEFAULT")
+                cursor.execute(f"SET SESSION {timeout_var} = DEFAULT")
+                cursor.execute(f"SET SESSION {read_only_var} = DEFAULT")
             finally:
                 _close_quietly(cursor)
         elif backend == "sqlite":
@@ -222,8 +256,15 @@ def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
         raw.close()
 
 
-def _close_quietly(resource: Any) -> None:
+def _rollback_duckdb(raw: Any) -> None:
+    """DuckDB runs a lone SELECT in autocommit: "no transaction is active" is success."""
     try:
+        raw.rollback()
+    except Exception as exc:
+        if "no transaction is active" not in str(exc):
+            raise
+
+
+def _close_quietly(resource: Any) -> None:
+    with contextlib.suppress(Exception):
         resource.close()
-    except Exception:
-        pass

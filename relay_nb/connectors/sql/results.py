@@ -84,8 +84,8 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     header = f"{result.row_count} row{'s' if result.row_count != 1 else ''}"
     if result.truncated:
         header += (
-            f" (stopped at the row limit; more rows exist — aggregate or filter in SQL "
-            f"instead of paging)"
+            " (stopped at the row limit; more rows exist — aggregate or filter in SQL "
+            "instead of paging)"
         )
     columns = ", ".join(f"{name} {dtype}" for name, dtype in frame.dtypes.items())
     lines = [header, f"columns: {columns}" if columns else "columns: (none)"]

@@ -1,0 +1,642 @@
+"""The SQL guard: parse, don't scan keywords.
+
+A model-written query is tokenised and parsed with sqlglot in the connector's own dialect,
+every node of the tree is checked, the LIMIT is set in the tree, and the tree is serialised
+again: that re-serialised text, never the input string, is what runs. Keyword scanners (strip
+comments, regex for ``DELETE``, append ``LIMIT``) are bypassed by writable CTEs,
+``SELECT … INTO``, side-effect functions, comment tricks and limits hidden in strings; a tree
+has none of those ambiguities, and whatever the parser did not understand is refused.
+
+The pipeline, each step a small function::
+
+    tokenize -> refuse executable comments -> one statement -> leading keyword
+      -> parse -> query root -> walk every node (statements, commands, INTO, locks, hints,
+         variables, functions, table functions, tables with CTE scoping)
+      -> tables against the allowlist -> LIMIT injected/clamped -> generate
+
+Every refusal is ``UnsafeQueryError(rule, message)``; the rule names are in :data:`RULES` and
+are stable, the message tells the model what to change and never echoes the query. The
+policy (which names and node types) is data, in :mod:`relay_nb.connectors.sql.guard_rules`.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import NoReturn
+
+from pydantic import BaseModel, ConfigDict
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
+from sqlglot.tokens import Token, TokenType
+
+from relay_nb.connectors.sql import guard_rules as rules
+from relay_nb.errors import ConfigurationError, UnsafeQueryError
+
+__all__ = ["RULES", "GuardedQuery", "guard_query"]
+
+RULES: frozenset[str] = frozenset(
+    {
+        "parse_error", "multiple_statements", "not_a_query", "forbidden_statement",
+        "forbidden_command", "select_into", "locking_clause", "optimizer_hint", "server_variable",
+        "executable_comment", "forbidden_function", "file_access", "table_function_not_allowed",
+        "table_not_allowed", "unsupported_limit",
+    }
+)  # fmt: skip
+"""Every rule the guard can raise. Stable: tests, prompts and logs rely on these strings."""
+
+
+class GuardedQuery(BaseModel):
+    """A query the guard accepted, and what it will run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sql: str
+    """The re-serialised tree, in the connector's dialect: what will run."""
+    tables: tuple[str, ...]
+    """Referenced base tables, qualified as the catalog names them, sorted."""
+    limit: int
+    """The effective LIMIT of the outermost query."""
+    limit_injected: bool
+    limit_clamped: bool
+
+
+def guard_query(
+    sql: str,
+    *,
+    dialect: str,
+    allowed_tables: Collection[tuple[str | None, str]],
+    default_schema: str | None,
+    row_limit: int,
+) -> GuardedQuery:
+    """Check one model-written query and return the SQL that may run, or raise.
+
+    ``dialect`` is a sqlglot dialect name; ``allowed_tables`` holds lowercased
+    ``(schema, table)`` pairs (schema ``None`` for schema-less SQLite tables), as
+    :meth:`Catalog.allowlist` returns them; unqualified names resolve to ``default_schema``.
+    Raises :class:`UnsafeQueryError` with one of :data:`RULES`.
+    """
+    if row_limit < 1:
+        raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
+    engine = _dialect(dialect)
+    _refuse_unreadable_text(sql)
+    tokens = _tokenize(sql, engine)
+    _refuse_executable_comments(sql, tokens)
+    statement = _single_statement(tokens)
+    _refuse_leading_keyword(statement[0])
+    tree = _parse(sql, statement, engine)
+    query = _query_root(tree)
+    facts = _walk(tree, engine, _family(dialect))
+    _raise_first(facts.violations)
+    tables = _check_tables(facts.tables, _allowlist(allowed_tables), default_schema, dialect)
+    limit, injected, clamped = _apply_limit(query, row_limit)
+    return GuardedQuery(
+        sql=_generate(tree, engine),
+        tables=tables,
+        limit=limit,
+        limit_injected=injected,
+        limit_clamped=clamped,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _refuse(rule: str, message: str) -> NoReturn:
+    raise UnsafeQueryError(rule, message)
+
+
+@lru_cache(maxsize=64)
+def _dialect(name: str) -> Dialect:
+    try:
+        return Dialect.get_or_raise(name)
+    except ValueError:
+        raise ConfigurationError(f"the SQL guard needs a sqlglot dialect, not {name!r}") from None
+
+
+def _family(dialect: str) -> str:
+    """The dialect family whose table-function allowlist applies (``""``: the generic one)."""
+    return rules.DIALECT_FAMILIES.get(dialect.lower(), "")
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _fold(name: str) -> str:
+    """ASCII-only lowercasing: Unicode case mapping would turn the Kelvin sign into ``k``.
+
+    Databases fold identifiers in ASCII only, so ``str.lower`` could make a homoglyph name
+    match an allowed one that the database would never resolve it to.
+    """
+    return name.translate(_ASCII_LOWER)
+
+
+def _short(text: str, size: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# Tokens: comments, statements, leading keyword
+
+
+def _refuse_unreadable_text(sql: str) -> None:
+    """Refuse what drivers would not read as the guard did: a NUL ends a C string (libpq)."""
+    if "\x00" in sql:
+        _refuse("parse_error", "the query contains a NUL character; remove it")
+    if len(sql) > rules.MAX_SQL_CHARS:
+        _refuse("parse_error", f"the query is longer than {rules.MAX_SQL_CHARS} characters")
+
+
+def _tokenize(sql: str, engine: Dialect) -> list[Token]:
+    try:
+        return engine.tokenize(sql)
+    except SqlglotError:
+        _refuse("parse_error", "could not tokenise: unterminated string, identifier or comment?")
+
+
+def _refuse_executable_comments(sql: str, tokens: Sequence[Token]) -> None:
+    """Refuse ``/*! … */`` and ``/*M! … */`` wherever they are comments, not string content.
+
+    MySQL and MariaDB execute the body of these "comments"; sqlglot (rightly, for parsing)
+    drops them, so the tree would not show what the server runs. The text *between* tokens is
+    exactly the whitespace and comments, so only those gaps are searched: ``'/*!'`` inside a
+    string literal or quoted identifier is data and passes.
+    """
+    position = 0
+    for token in tokens:
+        if rules.EXECUTABLE_COMMENT.search(sql, position, token.start):
+            break
+        position = token.end + 1
+    else:
+        if not rules.EXECUTABLE_COMMENT.search(sql, position):
+            return
+    _refuse(
+        "executable_comment",
+        "MySQL executable comments (/*! … */, /*M! … */) run as code; write the SQL without them",
+    )
+
+
+def _single_statement(tokens: Sequence[Token]) -> list[Token]:
+    """Split on semicolon tokens (never inside strings or comments); exactly one may remain."""
+    statements: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    non_empty = [s for s in statements if s]
+    if not non_empty:
+        _refuse("parse_error", "the query is empty; send one SELECT statement")
+    if len(non_empty) > 1:
+        _refuse("multiple_statements", f"found {len(non_empty)} statements; send exactly one")
+    return non_empty[0]
+
+
+def _refuse_leading_keyword(first: Token) -> None:
+    """A fast first verdict that names the rule; the parsed tree remains the authority."""
+    word = (first.text.upper().split() or [""])[0]  # sqlglot has multi-word tokens
+    if word in rules.ALLOWED_LEADING_KEYWORDS:
+        return
+    if word in rules.STATEMENT_KEYWORDS:
+        _refuse("forbidden_statement", f"{word} changes data or schema; only SELECT may run")
+    if word in rules.COMMAND_KEYWORDS:
+        _refuse("forbidden_command", f"{word} is a command, not a query; only SELECT may run")
+    _refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+
+
+def _parse(sql: str, statement: list[Token], engine: Dialect) -> exp.Expr:
+    """Parse the one statement; any failure is a rejection (fail closed)."""
+    try:
+        trees = engine.parser(error_level=ErrorLevel.IMMEDIATE).parse(statement, sql)
+    except ParseError as error:
+        _refuse_parse_failure(error, statement)
+    except Exception as error:  # a sqlglot bug is still a rejection, never a pass
+        _refuse("parse_error", f"the query could not be parsed ({type(error).__name__})")
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        _refuse("multiple_statements", "send exactly one SELECT query")
+    return trees[0]
+
+
+def _refuse_parse_failure(error: ParseError, statement: Sequence[Token]) -> NoReturn:
+    words = [t.text.upper() for t in statement]
+    if "INTO" in words:  # MySQL's trailing INTO OUTFILE/DUMPFILE/@var is a parse error here
+        _refuse(*rules.STRUCTURAL_REFUSALS["into"][1:])
+    detail = error.errors[0] if error.errors else {}
+    description = str(detail.get("description") or "invalid syntax")
+    near = _short(str(detail.get("highlight") or ""), 30)
+    where = f" near {near!r}" if near else ""
+    line, col = detail.get("line"), detail.get("col")
+    position = f" (line {line}, col {col})" if line else ""
+    _refuse("parse_error", f"{_short(description, 120)}{where}{position}; fix the syntax")
+
+
+def _query_root(tree: exp.Expr) -> exp.Query:
+    """The node that carries the outermost LIMIT: a SELECT, a set operation or ``(…)``."""
+    node = tree
+    while isinstance(node, exp.Subquery) and _bare(node):
+        node = node.this
+    if isinstance(node, exp.Select | exp.SetOperation | exp.Subquery):
+        return node
+    if isinstance(node, rules.COMMAND_NODES):
+        _refuse("forbidden_command", f"{_node_word(node)} is a command; only SELECT may run")
+    if isinstance(node, _STATEMENT_CLASSES):
+        _refuse("forbidden_statement", f"{_node_word(node)} changes data or schema")
+    _refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
+
+
+def _bare(subquery: exp.Subquery) -> bool:
+    return all(v in (None, []) for k, v in subquery.args.items() if k != "this")
+
+
+def _node_word(node: exp.Expr) -> str:
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    return node.key.upper()
+
+
+# --------------------------------------------------------------------------------------------
+# The walk: every node, with CTE names in scope
+
+
+_STATEMENT_CLASSES = (*rules.STATEMENT_NODES, *rules.denied_statement_classes())
+# what a CTE or subquery may hold; statements inside are reported by their own node
+_BODY_CLASSES = (exp.Query, exp.Values, *_STATEMENT_CLASSES, *rules.COMMAND_NODES)
+_TABLE_POSITION_PARENTS = (exp.Table, exp.Lateral, exp.TableFromRows, exp.From, exp.Join)
+
+
+@dataclass(order=True)
+class _Violation:
+    priority: int
+    order: int
+    rule: str = field(compare=False)
+    message: str = field(compare=False)
+
+
+@dataclass
+class _Facts:
+    violations: list[_Violation] = field(default_factory=list)
+    tables: list[exp.Table] = field(default_factory=list)
+
+    def add(self, priority: int, rule: str, message: str) -> None:
+        self.violations.append(_Violation(priority, len(self.violations), rule, message))
+
+
+def _walk(tree: exp.Expr, engine: Dialect, family: str) -> _Facts:
+    """Visit every node once, tracking which CTE names each node can see.
+
+    A table reference is a CTE only when a WITH around it (not a sibling subquery's) defines
+    that name *before* it — or the CTE itself, under RECURSIVE — compared by the dialect's
+    identifier rules. Anything else is checked as a base table, so a CTE can shadow an allowed
+    table but can never smuggle a non-allowed one through.
+    """
+    facts = _Facts()
+    strategy = engine.normalization_strategy
+    recursive_terms: dict[int, frozenset[str]] = {}
+    stack: list[tuple[exp.Expr, frozenset[str]]] = [(tree, frozenset())]
+    while stack:
+        node, visible = stack.pop()
+        if recursive_terms:
+            visible = recursive_terms.get(id(node), visible)
+        kind = _node_kind(type(node))
+        if kind:
+            _check_node(node, kind, family, facts)
+            if kind == "table":
+                _note_table(node, visible, strategy, family, facts)  # type: ignore[arg-type]
+        with_ = node.args.get("with_")
+        if isinstance(with_, exp.With):
+            visible = _push_ctes(with_, visible, strategy, stack, recursive_terms)
+        for value in node.args.values():
+            if type(value) is list:
+                stack.extend((v, visible) for v in value if isinstance(v, exp.Expr))
+            elif isinstance(value, exp.Expr) and value is not with_:
+                stack.append((value, visible))
+    return facts
+
+
+def _push_ctes(
+    with_: exp.With,
+    visible: frozenset[str],
+    strategy: NormalizationStrategy,
+    stack: list[tuple[exp.Expr, frozenset[str]]],
+    recursive_terms: dict[int, frozenset[str]],
+) -> frozenset[str]:
+    """Queue each CTE with the names it can see; return the names the main query sees.
+
+    CTE *i* sees the CTEs before it. Under RECURSIVE only the recursive term (the last branch
+    of a UNION body) also sees CTE *i* itself: DuckDB resolves ``WITH RECURSIVE s AS (SELECT *
+    FROM s)`` and the anchor branch to the *base table* ``s``. Forward references (SQLite
+    resolves them to the later CTE) are checked as base tables: refusing is the safe error.
+    """
+    names = [_identifier_key(cte.args["alias"].this, strategy) for cte in with_.expressions]
+    recursive = bool(with_.args.get("recursive"))
+    for i, cte in enumerate(with_.expressions):
+        earlier = visible | set(names[:i])
+        body = cte.this
+        if recursive and isinstance(body, exp.SetOperation) and body.expression is not None:
+            recursive_terms[id(body.expression)] = earlier | {names[i]}
+        stack.append((cte, earlier))
+    return visible | set(names)
+
+
+_ALWAYS_FOLDED = (
+    NormalizationStrategy.CASE_INSENSITIVE,
+    NormalizationStrategy.CASE_INSENSITIVE_UPPERCASE,
+)
+
+
+def _identifier_key(identifier: exp.Expr, strategy: NormalizationStrategy) -> str:
+    """How the database resolves a name, without mutating the tree (cf. sqlglot's own)."""
+    name = identifier.name
+    quoted = bool(identifier.args.get("quoted"))
+    if strategy is NormalizationStrategy.CASE_SENSITIVE:
+        return name
+    if strategy in _ALWAYS_FOLDED:
+        return _fold(name)
+    if quoted:
+        return name
+    if strategy is NormalizationStrategy.UPPERCASE:
+        return name.translate(_ASCII_UPPER)
+    return _fold(name)
+
+
+def _note_table(
+    table: exp.Table,
+    visible: frozenset[str],
+    strategy: NormalizationStrategy,
+    family: str,
+    facts: _Facts,
+) -> None:
+    this = table.this
+    if this is None or isinstance(this, exp.Func):
+        if isinstance(this, exp.Func) and (table.args.get("db") or table.args.get("catalog")):
+            facts.add(4, "forbidden_function", "call table functions without a schema prefix")
+        return  # ROWS FROM (…) or a table function: checked as functions
+    bare = isinstance(this, exp.Identifier) and not table.args.get("db")
+    if bare and not table.args.get("catalog"):
+        if _identifier_key(this, strategy) in visible:
+            return  # a CTE in scope
+        if not this.quoted and _fold(this.name) in rules.PSEUDO_TABLES.get(family, ()):
+            # MySQL's DUAL is no table; sqlglot would quote it as `dual`, which is one
+            table.set("this", exp.Var(this=this.name))
+            return
+    facts.tables.append(table)
+
+
+@cache
+def _node_kind(cls: type[exp.Expr]) -> str:
+    """Which rule family a node class belongs to, cached per class: one dict lookup per node
+    instead of ~150 ``isinstance`` checks keeps the walk cheap."""
+    kinds = (("command", rules.COMMAND_NODES), ("statement", _STATEMENT_CLASSES), *_KINDS)
+    return next((kind for kind, classes in kinds if issubclass(cls, classes)), "")
+
+
+_KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("body", (exp.CTE, exp.Subquery)),
+    ("select", exp.Select),
+    ("into", exp.Into),
+    ("lock", exp.Lock),
+    ("hint", exp.Hint),
+    ("variable", exp.SessionParameter),
+    ("assignment", exp.PropertyEQ),
+    ("function", exp.Func),
+    ("table", exp.Table),
+)
+
+
+def _check_node(node: exp.Expr, kind: str, family: str, facts: _Facts) -> None:
+    """Structural rules for one node; functions go to :func:`_check_function`."""
+    word = _node_word(node) if kind in ("command", "statement") else ""
+    if kind == "command":
+        facts.add(0, "forbidden_command", f"{word} is a command; only SELECT may run")
+    elif kind == "statement":
+        facts.add(0, "forbidden_statement", f"{word} changes data or schema (also inside WITH)")
+    elif kind == "body" and not isinstance(node.this, _BODY_CLASSES):
+        facts.add(0, "forbidden_statement", "every CTE and subquery must be a SELECT")
+    elif kind == "select":
+        for clause, refusal in rules.SELECT_CLAUSE_REFUSALS.items():
+            if node.args.get(clause):
+                facts.add(*rules.STRUCTURAL_REFUSALS[refusal])
+    elif kind == "assignment" and isinstance(node.this, exp.Parameter | exp.SessionParameter):
+        facts.add(*rules.STRUCTURAL_REFUSALS["variable"])
+    elif kind in rules.STRUCTURAL_REFUSALS:
+        facts.add(*rules.STRUCTURAL_REFUSALS[kind])
+    elif kind == "function":
+        _check_function(node, family, facts)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# Functions
+
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def _function_names(node: exp.Func) -> tuple[str, ...]:
+    """Lowercased names a call is known by: as written for unknown functions, else sqlglot's."""
+    if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
+        return (_fold(node.name),)
+    cls = type(node)
+    return (*(_fold(n) for n in cls.sql_names()), cls.key)
+
+
+def _check_function(node: exp.Func, family: str, facts: _Facts) -> None:
+    names = _function_names(node)
+    shown = names[0]
+    verdict = _function_verdict(node, names)
+    if verdict:
+        rule, why = verdict
+        facts.add(4, rule, f"{shown}() is not allowed: {why}")
+        return
+    parent = node.parent
+    if isinstance(parent, exp.Dot) and node.arg_key == "expression":
+        facts.add(4, "forbidden_function", f"call {shown}() without a schema or object prefix")
+        return
+    if isinstance(parent, _TABLE_POSITION_PARENTS) and node.arg_key == "this":
+        allowed = rules.TABLE_FUNCTIONS.get(family, rules.TABLE_FUNCTIONS[""])
+        if not isinstance(node, rules.TABLE_FUNCTION_CLASSES) and not allowed.intersection(names):
+            examples = ", ".join(sorted(allowed, key=len)[:5])
+            facts.add(
+                4,
+                "table_function_not_allowed",
+                f"{shown}() cannot be used as a table; select from the allowed tables "
+                f"(table functions allowed include {examples})",
+            )
+
+
+def _function_verdict(node: exp.Func, names: tuple[str, ...]) -> tuple[str, str] | None:
+    """(rule, reason) when the call is refused by name, class or danger word."""
+    for cls, rule in rules.DENIED_FUNCTION_CLASSES.items():
+        if isinstance(node, cls):
+            return rule, "it touches files or has side effects"
+    if not all(name.isascii() for name in names):
+        return "forbidden_function", "function names must be plain ASCII"
+    checked = [name for name in names if name not in rules.SAFE_FUNCTIONS]
+    unknown = isinstance(node, exp.Anonymous | exp.AnonymousAggFunc)
+    words = set(_WORD_SPLIT.split(names[0])) if unknown else set()
+    if any(n in rules.FILE_FUNCTIONS or n.startswith(rules.FILE_PREFIXES) for n in checked) or (
+        checked and words & rules.FILE_WORDS
+    ):
+        return "file_access", "it reads or writes files, the environment or the network"
+    if any(n in rules.DENIED_FUNCTIONS or n.startswith(rules.DENIED_PREFIXES) for n in checked) or (
+        checked and words & rules.DANGER_WORDS
+    ):
+        return "forbidden_function", "it has side effects, waits, or reads server state"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+
+
+def _raise_first(violations: list[_Violation]) -> None:
+    if violations:
+        worst = min(violations)
+        _refuse(worst.rule, worst.message)
+
+
+def _allowlist(pairs: Collection[tuple[str | None, str]]) -> frozenset[tuple[str | None, str]]:
+    return frozenset(((s.lower() if s else None), t.lower()) for s, t in pairs)
+
+
+def _check_tables(
+    tables: Sequence[exp.Table],
+    allowed: frozenset[tuple[str | None, str]],
+    default_schema: str | None,
+    dialect: str,
+) -> tuple[str, ...]:
+    """Resolve each base-table reference against the allowlist; return the qualified names."""
+    default = default_schema.lower() if default_schema else None
+    aliases = {default} | ({"main"} if dialect.lower() == "sqlite" else set())
+    return tuple(sorted({_resolve_table(t, allowed, default, aliases) for t in tables}))
+
+
+def _resolve_table(
+    table: exp.Table,
+    allowed: frozenset[tuple[str | None, str]],
+    default: str | None,
+    default_aliases: set[str | None],
+) -> str:
+    raw = table.name
+    if not isinstance(table.this, exp.Identifier):
+        _refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+    if table.args.get("catalog"):
+        _refuse("table_not_allowed", f"{_short(raw)}: use schema.table, not database.schema.table")
+    name = _fold(raw)
+    db = table.args.get("db")
+    schema = _fold(db.name) if db is not None else None
+    candidates: list[tuple[str | None, str]]
+    if schema is None:
+        candidates = [(default, name), (None, name)]
+    else:
+        candidates = [(schema, name)]
+        if schema in default_aliases:
+            candidates.append((None, name))
+    for candidate_schema, candidate_name in candidates:
+        if (candidate_schema, candidate_name) in allowed:
+            return f"{candidate_schema}.{candidate_name}" if candidate_schema else candidate_name
+    if rules.PATH_LIKE_TABLE.search(raw):  # DuckDB would scan the file: say so
+        _refuse("file_access", "files and URLs cannot be read as tables; use the allowed tables")
+    shown = f"{_short(db.name)}.{_short(raw)}" if db is not None else _short(raw)
+    _refuse("table_not_allowed", f"{shown} is not a table you may read; use the schema's tables")
+
+
+# --------------------------------------------------------------------------------------------
+# LIMIT, in the tree
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _apply_limit(query: exp.Query, row_limit: int) -> tuple[int, bool, bool]:
+    """Inject or clamp the outermost LIMIT/FETCH; returns (limit, injected, clamped).
+
+    On a set operation the limit is set on the UNION node itself, so it bounds the whole
+    result rather than its last branch. ``LIMIT ALL``/``NULL``/negative (SQLite: no limit)
+    are clamped; constant arithmetic is folded; anything else (parameters, subqueries,
+    PERCENT, WITH TIES) is refused, since the row count would not be known.
+    """
+    existing = query.args.get("limit")
+    if existing is None:
+        query.set("limit", exp.Limit(expression=exp.Literal.number(row_limit)))
+        return row_limit, True, False
+    options = existing.args.get("limit_options")
+    if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+        _refuse("unsupported_limit", "use LIMIT n (no PERCENT or WITH TIES)")
+    if isinstance(existing, exp.Fetch):
+        key, value = "count", existing.args.get("count")
+        current = 1 if value is None else _limit_value(value)
+    elif isinstance(existing, exp.Limit):
+        key, value = "expression", existing.expression
+        current = _limit_value(value)
+    else:
+        _refuse("unsupported_limit", "use LIMIT n with a plain integer")
+    if current is None or current < 0 or current > row_limit:
+        existing.set(key, exp.Literal.number(row_limit))
+        return row_limit, False, True
+    return current, False, False
+
+
+def _limit_value(node: exp.Expr | None) -> int | None:
+    try:
+        return _constant_int(node)
+    except (_NotConstant, ValueError, OverflowError, RecursionError):
+        _refuse("unsupported_limit", "LIMIT must be a plain integer (no parameters or subqueries)")
+
+
+def _constant_int(node: exp.Expr | None) -> int | None:
+    """Fold an integer constant; ``None`` means "no limit" (ALL, NULL)."""
+    if node is None or isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Var) and node.name.upper() == "ALL":
+        return None
+    if isinstance(node, exp.Literal) and not node.is_string:
+        number = float(node.this)
+        if not number.is_integer():
+            raise _NotConstant
+        return int(number)
+    if isinstance(node, exp.Paren):
+        return _constant_int(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _constant_int(node.this)
+        return None if inner is None else -inner  # SQLite: negative means no limit
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        left, right = _constant_int(node.this), _constant_int(node.expression)
+        if left is None or right is None:
+            return None
+        return _ARITHMETIC[type(node)](left, right)
+    raise _NotConstant
+
+
+_ARITHMETIC = {exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.mul}
+
+
+# --------------------------------------------------------------------------------------------
+# Generation
+
+
+def _generate(tree: exp.Expr, engine: Dialect) -> str:
+    """Serialise in the same dialect; comments dropped, function names left as written.
+
+    ``unsupported_level=RAISE``: if the generator cannot express a node faithfully in this
+    dialect, refusing beats running something else.
+    """
+    try:
+        options = {"comments": False, "normalize_functions": False}
+        return engine.generate(tree, copy=False, unsupported_level=ErrorLevel.RAISE, **options)
+    except Exception as error:  # UnsupportedError, or a generator bug: never run a guess
+        _refuse(
+            "parse_error",
+            f"the query uses syntax that cannot be reproduced safely ({type(error).__name__})",
+        )

@@ -1,0 +1,73 @@
+"""The second wall: even SQL the guard never saw cannot write through run_read_only.
+
+These tests bypass the guard on purpose and connect with the OWNER's credentials, so the
+only thing standing between the statement and the data is the read-only execution mode. They
+run on a private scratch copy, so a failing defence cannot damage the shared test database.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from relay_nb.connectors.sql.readonly import CancelHandle, build_engine, run_read_only
+from relay_nb.testing.seed import fingerprint
+
+WRITES = {
+    "all": [
+        "DELETE FROM orders",
+        "UPDATE customers SET name = 'pwned'",
+        "INSERT INTO products (id, name, category, price) VALUES (999, 'x', 'y', 1)",
+        "CREATE TABLE pwned (a INTEGER)",
+        "DROP TABLE order_items",
+    ],
+}
+
+
+@pytest.fixture
+def owner_engine(scratch_shop):
+    engine = build_engine(scratch_shop.admin_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.mark.parametrize("statement", WRITES["all"])
+def test_writes_fail_even_with_the_owners_credentials(scratch_shop, owner_engine, statement):
+    before = fingerprint(scratch_shop.admin_url, paths=scratch_shop.paths)
+    with pytest.raises(Exception) as info:  # noqa: PT011 - each driver words it differently
+        run_read_only(owner_engine, statement, max_rows=10, timeout_s=5)
+    text = str(info.value).lower()
+    assert any(
+        word in text
+        for word in ("read-only", "read only", "readonly", "query_only", "attempt to write")
+    ), text
+    owner_engine.dispose()  # DuckDB: the fingerprint opens the file with another configuration
+    assert fingerprint(scratch_shop.admin_url, paths=scratch_shop.paths) == before
+
+
+def test_reads_work_and_rows_are_bounded(owner_engine):
+    fetched = run_read_only(
+        owner_engine, "SELECT id FROM orders ORDER BY id", max_rows=7, timeout_s=5
+    )
+    assert fetched.columns == ["id"]
+    assert [row[0] for row in fetched.rows] == list(range(1, 8))
+
+
+def test_a_cancel_before_the_statement_starts_still_stops_it(owner_engine):
+    cancel = CancelHandle()
+    cancel.cancel("cancelled")
+    # armed after cancel: the handle fires immediately, the statement is interrupted
+    with pytest.raises(Exception):  # noqa: PT011, B017 - each driver raises its own type
+        run_read_only(
+            owner_engine,
+            "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d",
+            max_rows=1,
+            timeout_s=30,
+            cancel=cancel,
+        )
+
+
+def test_the_connection_is_reusable_after_a_failure(owner_engine):
+    with pytest.raises(Exception):  # noqa: PT011, B017 - each driver raises its own type
+        run_read_only(owner_engine, "SELECT no_such_column FROM orders", max_rows=1, timeout_s=5)
+    fetched = run_read_only(owner_engine, "SELECT COUNT(*) FROM customers", max_rows=1, timeout_s=5)
+    assert fetched.rows[0][0] == 50
