@@ -22,8 +22,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from relay_nb.redaction import register_secret
 from relay_nb.errors import InvocationError
+from relay_nb.redaction import register_secret
 from relay_nb.runtime.base import BaseRuntime, TextCallback
 from relay_nb.runtime.failures import classify_status
 from relay_nb.runtime.switch import check_model_request
