@@ -41,6 +41,14 @@ _EXPORTS: dict[str, str] = {
     "check_runtime_conformance": "relay_nb.runtime.conformance",
     "check_batch_conformance": "relay_nb.runtime.conformance",
     "allow_model_requests": "relay_nb.runtime.switch",
+    # connectors
+    "SQLConnector": "relay_nb.connectors.sql.connector",
+    "QueryResult": "relay_nb.connectors.sql.results",
+    "Tool": "relay_nb.tools",
+    "ToolResult": "relay_nb.tools",
+    "ConnectorError": "relay_nb.errors",
+    "UnsafeQueryError": "relay_nb.errors",
+    "QueryExecutionError": "relay_nb.errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -60,11 +68,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the real names
+    from relay_nb.connectors.sql.connector import SQLConnector
+    from relay_nb.connectors.sql.results import QueryResult
     from relay_nb.errors import (
         ConfigurationError,
+        ConnectorError,
         InvocationError,
         ModelRequestsBlocked,
+        QueryExecutionError,
         RelayError,
+        UnsafeQueryError,
     )
     from relay_nb.runtime.abort import AbortSignal
     from relay_nb.runtime.anthropic import AnthropicRuntime
@@ -86,3 +99,4 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
         ToolSpec,
         Usage,
     )
+    from relay_nb.tools import Tool, ToolResult

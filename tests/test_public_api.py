@@ -37,8 +37,25 @@ def test_exception_tree_matches_the_documented_one():
     assert issubclass(errors.ConfigurationError, ValueError)
     assert issubclass(errors.InvocationError, errors.RelayError)
     assert issubclass(errors.ModelRequestsBlocked, errors.InvocationError)
-    for cls in (errors.ConfigurationError, errors.InvocationError, errors.ModelRequestsBlocked):
+    assert issubclass(errors.UnsafeQueryError, errors.ConnectorError)
+    assert issubclass(errors.QueryExecutionError, errors.ConnectorError)
+    assert issubclass(errors.ConnectorError, errors.RelayError)
+    documented = (
+        errors.ConfigurationError,
+        errors.InvocationError,
+        errors.ModelRequestsBlocked,
+        errors.ConnectorError,
+        errors.UnsafeQueryError,
+        errors.QueryExecutionError,
+    )
+    for cls in documented:
         assert cls.__name__ in errors.__doc__
+    assert set(errors.__all__) >= {cls.__name__ for cls in documented}
+    refusal = errors.UnsafeQueryError("table_not_allowed", "use an allowed table")
+    assert (refusal.rule, str(refusal)) == (
+        "table_not_allowed",
+        "table_not_allowed: use an allowed table",
+    )
 
 
 def test_dir_lists_public_names():

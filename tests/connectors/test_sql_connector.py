@@ -176,3 +176,26 @@ def test_bad_arguments_are_configuration_errors(shop_db):
         SQLConnector("Shop DB", shop_db.ro_url)
     with pytest.raises(ConfigurationError, match="row_limit"):
         SQLConnector("shop", shop_db.ro_url, row_limit=0)
+
+
+def test_a_tight_budget_keeps_relevant_tables_and_names_the_describe_tool(shop):
+    text = shop.prompt_context(max_tokens=120, question="which products sell best?")
+    assert "products" in text
+    assert "describe_shop" in text
+    assert len(text) // 4 <= 130
+
+
+def test_sample_values_are_opt_in_and_capped(shop, shop_db):
+    assert shop.samples() == {} and "e.g." not in shop.prompt_context()
+    sampled = SQLConnector("shop", shop_db.ro_url, tables=ALLOWED, sample_values=3)
+    try:
+        samples = sampled.samples()
+        status = next(v for k, v in samples.items() if k.endswith("orders.status"))
+        assert len(status) == 3 and status == sorted(status)
+        assert not any(k.endswith(".id") for k in samples)  # text columns only
+        text = sampled.prompt_context()
+        assert "e.g." in text and status[0] in text
+    finally:
+        sampled.close()
+    with pytest.raises(ConfigurationError, match="sample_values"):
+        SQLConnector("shop", shop_db.ro_url, sample_values=100)

@@ -24,7 +24,7 @@ from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.readonly import CancelHandle, build_engine, run_read_only
 from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
 from relay_nb.connectors.sql.results import QueryResult, build_frame, preview_for_model
-from relay_nb.connectors.sql.schema import Catalog
+from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError
 from relay_nb.redaction import redact, register_secret
 from relay_nb.tools import Tool, ToolResult
@@ -32,6 +32,7 @@ from relay_nb.tools import Tool, ToolResult
 __all__ = ["SQLConnector"]
 
 _TEMPORAL_WORDS = ("date", "time")
+_TEXT_WORDS = ("char", "text", "string", "clob")
 _MAX_DRIVER_MESSAGE = 400
 
 
@@ -66,6 +67,7 @@ class SQLConnector(Connector):
         name: str | None = None,
         description: str | None = None,
         preview_chars: int = 4000,
+        sample_values: int = 0,
     ) -> None:
         self.id = check_connector_id(id)
         if not isinstance(row_limit, int) or row_limit < 1:
@@ -77,6 +79,10 @@ class SQLConnector(Connector):
         self.row_limit = row_limit
         self.statement_timeout_s = float(statement_timeout_s)
         self.preview_chars = preview_chars
+        if not isinstance(sample_values, int) or not 0 <= sample_values <= 20:
+            raise ConfigurationError("sample_values must be an integer from 0 (off) to 20")
+        self.sample_values = sample_values
+        self._samples: dict[str, list[str]] | None = None
         self._tables = list(tables) if tables is not None else None
         self._schemas = list(schemas) if schemas is not None else None
         self._owns_engine = not isinstance(url_or_engine, Engine)
@@ -103,7 +109,49 @@ class SQLConnector(Connector):
         """Re-read the catalog (after the database's schema changed)."""
         with self._catalog_lock:
             self._catalog = self._introspect()
+            self._samples = None
         return self._catalog
+
+    def samples(self) -> dict[str, list[str]]:
+        """Up to ``sample_values`` distinct example values per text column (opt-in).
+
+        They cost one small read-only query per text column, once, and are length-capped
+        when rendered. Values help the model write ``WHERE status = 'shipped'`` instead of
+        guessing 'Shipped'; they are off by default because they put data in the prompt.
+        """
+        if not self.sample_values:
+            return {}
+        if self._samples is None:
+            self._samples = {
+                f"{table.qualified_name}.{column.name}": self._distinct_values(table, column)
+                for table in self.catalog.tables
+                for column in table.columns
+                if any(word in column.type.lower() for word in _TEXT_WORDS)
+            }
+        return self._samples
+
+    def _distinct_values(self, table: TableInfo, column: ColumnInfo) -> list[str]:
+        from sqlglot import exp
+
+        name = exp.column(column.name, quoted=True)
+        query = (
+            exp.select(name)
+            .distinct()
+            .from_(exp.table_(table.name, db=table.schema_name, quoted=True))
+            .where(exp.Not(this=exp.Is(this=name.copy(), expression=exp.Null())))
+            .order_by(name.copy())
+            .limit(self.sample_values)
+        )
+        try:
+            fetched = run_read_only(
+                self.engine,
+                query.sql(dialect=self.dialect),
+                max_rows=self.sample_values,
+                timeout_s=min(self.statement_timeout_s, 5.0),
+            )
+        except Exception:  # samples are a nicety: a column we cannot read simply has none
+            return []
+        return [str(row[0]) for row in fetched.rows]
 
     def _introspect(self) -> Catalog:
         try:
@@ -270,7 +318,13 @@ class SQLConnector(Connector):
             "details.\n"
         )
         budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
-        rendered = render_catalog(self.catalog, max_tokens=budget, question=question)
+        rendered = render_catalog(
+            self.catalog,
+            max_tokens=budget,
+            question=question,
+            sample_values=self.samples() or None,
+            describe_tool=f"describe_{self.id}",
+        )
         return head + rendered.text
 
     def close(self) -> None:
