@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.testing.seed import ALLOWED_TABLES, fingerprint_parts
+from relay_nb.testing.fingerprint import fingerprint_parts
+from relay_nb.testing.seed import ALLOWED_TABLES
 
 CORPUS = Path(__file__).with_name("corpus")
 ROW_LIMIT = 200

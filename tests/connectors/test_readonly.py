@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from relay_nb.connectors.sql.readonly import CancelHandle, build_engine, run_read_only
-from relay_nb.testing.seed import fingerprint
+from relay_nb.testing.fingerprint import fingerprint
 
 WRITES = {
     "all": [

@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from relay_nb.testing.fingerprint import fingerprint, fingerprint_parts
 from relay_nb.testing.seed import (
     ALLOWED_TABLES,
     PG_ONLY_ROW_COUNTS,
@@ -26,8 +27,6 @@ from relay_nb.testing.seed import (
     SEED_TABLES,
     expected_rows,
     expected_seed_digest,
-    fingerprint,
-    fingerprint_parts,
     seed_database,
     seed_digest,
 )

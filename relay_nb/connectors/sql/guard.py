@@ -21,7 +21,6 @@ policy (which names and node types) is data, in :mod:`relay_nb.connectors.sql.gu
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from relay_nb.connectors.sql import guard_rules as rules
+from relay_nb.connectors.sql.guard_limit import apply_limit
 from relay_nb.errors import ConfigurationError, UnsafeQueryError
 
 __all__ = ["RULES", "GuardedQuery", "guard_query"]
@@ -93,7 +93,7 @@ def guard_query(
     facts = _walk(tree, engine, _family(dialect))
     _raise_first(facts.violations)
     tables = _check_tables(facts.tables, _allowlist(allowed_tables), default_schema, dialect)
-    limit, injected, clamped = _apply_limit(query, row_limit)
+    limit, injected, clamped = apply_limit(query, row_limit)
     return GuardedQuery(
         sql=_generate(tree, engine),
         tables=tables,
@@ -549,77 +549,6 @@ def _resolve_table(
         _refuse("file_access", "files and URLs cannot be read as tables; use the allowed tables")
     shown = f"{_short(db.name)}.{_short(raw)}" if db is not None else _short(raw)
     _refuse("table_not_allowed", f"{shown} is not a table you may read; use the schema's tables")
-
-
-# --------------------------------------------------------------------------------------------
-# LIMIT, in the tree
-
-
-class _NotConstant(Exception):
-    pass
-
-
-def _apply_limit(query: exp.Query, row_limit: int) -> tuple[int, bool, bool]:
-    """Inject or clamp the outermost LIMIT/FETCH; returns (limit, injected, clamped).
-
-    On a set operation the limit is set on the UNION node itself, so it bounds the whole
-    result rather than its last branch. ``LIMIT ALL``/``NULL``/negative (SQLite: no limit)
-    are clamped; constant arithmetic is folded; anything else (parameters, subqueries,
-    PERCENT, WITH TIES) is refused, since the row count would not be known.
-    """
-    existing = query.args.get("limit")
-    if existing is None:
-        query.set("limit", exp.Limit(expression=exp.Literal.number(row_limit)))
-        return row_limit, True, False
-    options = existing.args.get("limit_options")
-    if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
-        _refuse("unsupported_limit", "use LIMIT n (no PERCENT or WITH TIES)")
-    if isinstance(existing, exp.Fetch):
-        key, value = "count", existing.args.get("count")
-        current = 1 if value is None else _limit_value(value)
-    elif isinstance(existing, exp.Limit):
-        key, value = "expression", existing.expression
-        current = _limit_value(value)
-    else:
-        _refuse("unsupported_limit", "use LIMIT n with a plain integer")
-    if current is None or current < 0 or current > row_limit:
-        existing.set(key, exp.Literal.number(row_limit))
-        return row_limit, False, True
-    return current, False, False
-
-
-def _limit_value(node: exp.Expr | None) -> int | None:
-    try:
-        return _constant_int(node)
-    except (_NotConstant, ValueError, OverflowError, RecursionError):
-        _refuse("unsupported_limit", "LIMIT must be a plain integer (no parameters or subqueries)")
-
-
-def _constant_int(node: exp.Expr | None) -> int | None:
-    """Fold an integer constant; ``None`` means "no limit" (ALL, NULL)."""
-    if node is None or isinstance(node, exp.Null):
-        return None
-    if isinstance(node, exp.Var) and node.name.upper() == "ALL":
-        return None
-    if isinstance(node, exp.Literal) and not node.is_string:
-        number = float(node.this)
-        if not number.is_integer():
-            raise _NotConstant
-        return int(number)
-    if isinstance(node, exp.Paren):
-        return _constant_int(node.this)
-    if isinstance(node, exp.Neg):
-        inner = _constant_int(node.this)
-        return None if inner is None else -inner  # SQLite: negative means no limit
-    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
-        left, right = _constant_int(node.this), _constant_int(node.expression)
-        if left is None or right is None:
-            return None
-        return _ARITHMETIC[type(node)](left, right)
-    raise _NotConstant
-
-
-_ARITHMETIC = {exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.mul}
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from relay_nb.connectors.sql.schema import ColumnInfo, ForeignKey, TableInfo
+from pydantic import TypeAdapter
+
+from relay_nb.connectors.sql.schema import ForeignKey, TableInfo
 
 __all__ = [
     "SYSTEM_SCHEMAS",
@@ -42,6 +44,7 @@ def is_system_schema(name: str, dialect: str) -> bool:
     return lowered in SYSTEM_SCHEMAS or (dialect == "postgres" and lowered.startswith("pg_"))
 
 
+_TABLES = TypeAdapter(tuple[TableInfo, ...])
 _Key = tuple[str | None, str]
 _RawColumn = tuple[int, str, str, bool, str | None]
 """(position, name, type, nullable, comment): models are made once, in :meth:`build`."""
@@ -131,34 +134,36 @@ class CatalogBuilder:
     def build(self) -> tuple[TableInfo, ...]:
         """Freeze everything, tables sorted by (schema, name), so catalogs compare equal."""
         keys = sorted(self._relations, key=lambda k: (k[0] or "", k[1]))
-        return tuple(self._build_one(key, self._relations[key]) for key in keys)
+        # one validation call for the whole catalog: pydantic-core validates the nested
+        # dicts in Rust, several times faster than 20,000 ColumnInfo(...) calls from Python
+        return _TABLES.validate_python([self._build_one(k, self._relations[k]) for k in keys])
 
-    def _build_one(self, key: _Key, relation: _Relation) -> TableInfo:
+    def _build_one(self, key: _Key, relation: _Relation) -> dict[str, object]:
         pk = relation.primary_key
-        columns = tuple(
-            ColumnInfo(
-                name=name,
-                type=type_,
-                nullable=nullable and name not in pk,
-                primary_key=name in pk,
-                comment=short_comment(comment) if comment else None,
-            )
+        columns = [
+            {
+                "name": name,
+                "type": type_,
+                "nullable": nullable and name not in pk,
+                "primary_key": name in pk,
+                "comment": short_comment(comment) if comment else None,
+            }
             for _, name, type_, nullable, comment in sorted(relation.columns, key=_position)
-        )
+        ]
         foreign_keys = tuple(
             sorted(
                 (self._foreign_key(pairs) for pairs in relation.foreign_keys.values()),
                 key=lambda fk: (fk.columns, fk.ref_schema or "", fk.ref_table),
             )
         )
-        return TableInfo(
-            schema_name=key[0],
-            name=key[1],
-            kind=relation.kind,
-            columns=columns,
-            foreign_keys=foreign_keys,
-            comment=relation.comment,
-        )
+        return {
+            "schema_name": key[0],
+            "name": key[1],
+            "kind": relation.kind,
+            "columns": columns,
+            "foreign_keys": foreign_keys,
+            "comment": relation.comment,
+        }
 
     def _foreign_key(self, pairs: list[_RawForeignKey]) -> ForeignKey:
         pairs = sorted(pairs, key=_position)

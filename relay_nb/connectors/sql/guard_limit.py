@@ -1,0 +1,88 @@
+"""LIMIT, set in the parsed tree: injected when absent, clamped when too large.
+
+Never by string concatenation: a LIMIT appended to text can land inside a comment or a
+string, or bound only the last branch of a UNION. Only constants the guard can evaluate
+are accepted, because a row cap that depends on a parameter is no cap.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import NoReturn
+
+from sqlglot import exp
+
+from relay_nb.errors import UnsafeQueryError
+
+__all__ = ["apply_limit"]
+
+
+def _refuse(rule: str, message: str) -> NoReturn:
+    raise UnsafeQueryError(rule, message)
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def apply_limit(query: exp.Query, row_limit: int) -> tuple[int, bool, bool]:
+    """Inject or clamp the outermost LIMIT/FETCH; returns (limit, injected, clamped).
+
+    On a set operation the limit is set on the UNION node itself, so it bounds the whole
+    result rather than its last branch. ``LIMIT ALL``/``NULL``/negative (SQLite: no limit)
+    are clamped; constant arithmetic is folded; anything else (parameters, subqueries,
+    PERCENT, WITH TIES) is refused, since the row count would not be known.
+    """
+    existing = query.args.get("limit")
+    if existing is None:
+        query.set("limit", exp.Limit(expression=exp.Literal.number(row_limit)))
+        return row_limit, True, False
+    options = existing.args.get("limit_options")
+    if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+        _refuse("unsupported_limit", "use LIMIT n (no PERCENT or WITH TIES)")
+    if isinstance(existing, exp.Fetch):
+        key, value = "count", existing.args.get("count")
+        current = 1 if value is None else _limit_value(value)
+    elif isinstance(existing, exp.Limit):
+        key, value = "expression", existing.expression
+        current = _limit_value(value)
+    else:
+        _refuse("unsupported_limit", "use LIMIT n with a plain integer")
+    if current is None or current < 0 or current > row_limit:
+        existing.set(key, exp.Literal.number(row_limit))
+        return row_limit, False, True
+    return current, False, False
+
+
+def _limit_value(node: exp.Expr | None) -> int | None:
+    try:
+        return _constant_int(node)
+    except (_NotConstant, ValueError, OverflowError, RecursionError):
+        _refuse("unsupported_limit", "LIMIT must be a plain integer (no parameters or subqueries)")
+
+
+def _constant_int(node: exp.Expr | None) -> int | None:
+    """Fold an integer constant; ``None`` means "no limit" (ALL, NULL)."""
+    if node is None or isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Var) and node.name.upper() == "ALL":
+        return None
+    if isinstance(node, exp.Literal) and not node.is_string:
+        number = float(node.this)
+        if not number.is_integer():
+            raise _NotConstant
+        return int(number)
+    if isinstance(node, exp.Paren):
+        return _constant_int(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _constant_int(node.this)
+        return None if inner is None else -inner  # SQLite: negative means no limit
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        left, right = _constant_int(node.this), _constant_int(node.expression)
+        if left is None or right is None:
+            return None
+        return _ARITHMETIC[type(node)](left, right)
+    raise _NotConstant
+
+
+_ARITHMETIC = {exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.mul}
