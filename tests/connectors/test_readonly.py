@@ -71,3 +71,21 @@ def test_the_connection_is_reusable_after_a_failure(owner_engine):
         run_read_only(owner_engine, "SELECT no_such_column FROM orders", max_rows=1, timeout_s=5)
     fetched = run_read_only(owner_engine, "SELECT COUNT(*) FROM customers", max_rows=1, timeout_s=5)
     assert fetched.rows[0][0] == 50
+
+
+def test_a_callers_own_engine_gets_its_connections_back_writable(tmp_path):
+    """relay_nb may borrow an analyst's engine; it must not leave it read-only afterwards."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'mine.db'}", poolclass=sa.pool.StaticPool)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE notes (body TEXT)")
+    assert build_engine(engine) is engine  # used as is
+    fetched = run_read_only(engine, "SELECT COUNT(*) FROM notes", max_rows=1, timeout_s=5)
+    assert fetched.rows == [(0,)]
+    with pytest.raises(Exception, match="readonly"):  # noqa: PT011 - sqlite3's own error
+        run_read_only(engine, "INSERT INTO notes VALUES ('x')", max_rows=1, timeout_s=5)
+    with engine.begin() as conn:  # the caller's own write works again
+        conn.exec_driver_sql("INSERT INTO notes VALUES ('mine')")
+        assert conn.exec_driver_sql("SELECT body FROM notes").scalar() == "mine"
+    engine.dispose()

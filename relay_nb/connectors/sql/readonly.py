@@ -194,6 +194,10 @@ def _begin_read_only(
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
         elif backend == "sqlite":
+            # remember the connection's own setting: an engine the caller passed in must get
+            # its connections back as they were (our own engines are query_only from connect)
+            cursor.execute("PRAGMA query_only")
+            raw.info["relay_query_only_before"] = bool(cursor.fetchone()[0])
             cursor.execute("PRAGMA query_only = ON")
             deadline = time.monotonic() + timeout_s
 
@@ -248,6 +252,8 @@ def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
                 _close_quietly(cursor)
         elif backend == "sqlite":
             raw.driver_connection.set_progress_handler(None, 0)
+            if not raw.info.pop("relay_query_only_before", True):
+                raw.driver_connection.execute("PRAGMA query_only = OFF")
     except Exception:
         discard = True
     if discard:

@@ -19,7 +19,11 @@ __all__ = ["QueryResult", "build_frame", "preview_for_model"]
 
 
 class QueryResult(BaseModel):
-    """One executed query: the DataFrame plus what ran and how it went."""
+    """One executed query: the DataFrame plus what ran and how it went.
+
+    ``executed_sql`` carries ``LIMIT row_limit + 1``: the extra row is how ``truncated``
+    tells "exactly row_limit rows" from "more existed"; it is dropped from ``df``.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
