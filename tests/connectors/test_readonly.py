@@ -83,7 +83,7 @@ def test_a_callers_own_engine_gets_its_connections_back_writable(tmp_path):
     assert build_engine(engine) is engine  # used as is
     fetched = run_read_only(engine, "SELECT COUNT(*) FROM notes", max_rows=1, timeout_s=5)
     assert fetched.rows == [(0,)]
-    with pytest.raises(Exception, match="readonly"):  # noqa: PT011 - sqlite3's own error
+    with pytest.raises(Exception, match="readonly"):
         run_read_only(engine, "INSERT INTO notes VALUES ('x')", max_rows=1, timeout_s=5)
     with engine.begin() as conn:  # the caller's own write works again
         conn.exec_driver_sql("INSERT INTO notes VALUES ('mine')")
