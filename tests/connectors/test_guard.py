@@ -38,8 +38,17 @@ SCHEMAS: dict[str, str | None] = {
 }
 
 
+# Snowflake and Oracle store unquoted names in upper case, so their catalogs list them so
+_UPPERCASE_CATALOGS = ("snowflake", "oracle")
+
+
+def _stored(name: str, dialect: str) -> str:
+    return name.upper() if dialect in _UPPERCASE_CATALOGS else name
+
+
 def allowlist(dialect: str) -> frozenset[tuple[str | None, str]]:
-    return frozenset((SCHEMAS.get(dialect, "public"), t) for t in _TABLES)
+    schema = _stored(SCHEMAS.get(dialect, "public"), dialect)
+    return frozenset((schema, _stored(t, dialect)) for t in _TABLES)
 
 
 def guard(sql: str, dialect: str, row_limit: int = ROW_LIMIT) -> GuardedQuery:
@@ -47,7 +56,7 @@ def guard(sql: str, dialect: str, row_limit: int = ROW_LIMIT) -> GuardedQuery:
         sql,
         dialect=dialect,
         allowed_tables=allowlist(dialect),
-        default_schema=SCHEMAS.get(dialect, "public"),
+        default_schema=_stored(SCHEMAS.get(dialect, "public"), dialect),
         row_limit=row_limit,
     )
 
@@ -220,6 +229,7 @@ def test_rule_names_are_stable():
             "forbidden_command", "select_into", "locking_clause", "optimizer_hint",
             "server_variable", "executable_comment", "forbidden_function", "file_access",
             "table_function_not_allowed", "table_not_allowed", "unsupported_limit",
+            "unfaithful_rewrite", "unsafe_identifier",
         }
     )  # fmt: skip
     assert expected == RULES
@@ -334,6 +344,49 @@ def test_quoting_is_preserved():
     assert '"MyFunc"(id)' in guard('SELECT "MyFunc"(id) FROM orders', "postgres").sql
 
 
+def test_table_names_follow_the_dialects_case_rules():
+    hidden = frozenset({("public", "customers")})
+    for sql in ('SELECT * FROM "Customers"', 'SELECT * FROM "PUBLIC".customers'):
+        with pytest.raises(UnsafeQueryError, match="table_not_allowed"):
+            guard_query(
+                sql, dialect="postgres", allowed_tables=hidden, default_schema="public", row_limit=5
+            )
+    # unquoted names fold in PostgreSQL, so these are the allowed table
+    for sql in (
+        "SELECT * FROM Customers",
+        "SELECT * FROM PUBLIC.CUSTOMERS",
+        'SELECT * FROM "customers"',
+    ):
+        guard_query(
+            sql, dialect="postgres", allowed_tables=hidden, default_schema="public", row_limit=5
+        )
+    # MySQL (case-sensitive table names) and a stored mixed-case name
+    with pytest.raises(UnsafeQueryError, match="table_not_allowed"):
+        guard_query(
+            "SELECT * FROM Customers",
+            dialect="mysql",
+            allowed_tables={("shop", "customers")},
+            default_schema="shop",
+            row_limit=5,
+        )
+    # SQLite ignores case
+    guard_query(
+        "SELECT * FROM CUSTOMERS",
+        dialect="sqlite",
+        allowed_tables={(None, "customers")},
+        default_schema=None,
+        row_limit=5,
+    )
+
+
+def test_output_that_the_database_would_read_differently_is_refused():
+    """sqlglot writes JSONB_DELETE_AT_PATH as PostgreSQL's #- operator, a comment in MySQL."""
+    error = refusal("SELECT id FROM orders WHERE id > J_S_O_N_B_DELETE_AT_PATH(0, 1)", "mysql")
+    assert error.rule == "unfaithful_rewrite"
+    error = refusal("SELECT 1 AS `a\nb` FROM orders", "mysql")
+    assert error.rule == "unsafe_identifier"
+
+
 def test_output_drops_comments():
     result = guard("SELECT /* hi */ id FROM orders -- bye", "postgres")
     assert "/*" not in result.sql and "--" not in result.sql
@@ -348,7 +401,7 @@ def test_generic_dialects_still_enforce_the_structural_rules(dialect: str):
     assert refusal("SELECT dblink_exec('x')", dialect).rule == "forbidden_function"
     assert refusal("SELECT * FROM some_udtf(1)", dialect).rule == "table_function_not_allowed"
     result = guard("SELECT id FROM orders", dialect)
-    assert result.limit_injected and result.tables == ("public.orders",)
+    assert result.limit_injected and result.tables == (_stored("public.orders", dialect),)
     assert sqlglot.parse_one(result.sql, read=dialect).args.get("limit") is not None
 
 

@@ -7,9 +7,17 @@ run on a private scratch copy, so a failing defence cannot damage the shared tes
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
-from relay_nb.connectors.sql.readonly import CancelHandle, build_engine, run_read_only
+from relay_nb.connectors.sql.readonly import (
+    CancelHandle,
+    QueryCancelled,
+    build_engine,
+    run_read_only,
+)
 from relay_nb.testing.fingerprint import fingerprint
 
 WRITES = {
@@ -52,18 +60,44 @@ def test_reads_work_and_rows_are_bounded(owner_engine):
     assert [row[0] for row in fetched.rows] == list(range(1, 8))
 
 
-def test_a_cancel_before_the_statement_starts_still_stops_it(owner_engine):
+HUGE_JOIN = "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d"
+
+
+def test_a_cancel_before_the_statement_starts_means_it_never_starts(owner_engine):
     cancel = CancelHandle()
     cancel.cancel("cancelled")
-    # armed after cancel: the handle fires immediately, the statement is interrupted
+    with pytest.raises(QueryCancelled):
+        run_read_only(owner_engine, HUGE_JOIN, max_rows=1, timeout_s=30, cancel=cancel)
+
+
+def test_a_cancel_from_another_thread_stops_the_statement_and_retires_the_connection(
+    owner_engine,
+):
+    cancel = CancelHandle()
+    threading.Timer(0.3, cancel.cancel, kwargs={"reason": "stop button"}).start()
+    started = time.perf_counter()
     with pytest.raises(Exception):  # noqa: PT011, B017 - each driver raises its own type
-        run_read_only(
-            owner_engine,
-            "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d",
-            max_rows=1,
-            timeout_s=30,
-            cancel=cancel,
-        )
+        run_read_only(owner_engine, HUGE_JOIN, max_rows=1, timeout_s=30, cancel=cancel)
+    assert time.perf_counter() - started < 10
+    assert cancel.fired  # delivered to the driver, so that connection was discarded
+    fetched = run_read_only(owner_engine, "SELECT COUNT(*) FROM customers", max_rows=1, timeout_s=5)
+    assert fetched.rows[0][0] == 50
+
+
+def test_an_autocommit_postgres_engine_still_runs_read_only(scratch_shop):
+    if scratch_shop.dialect != "postgres":
+        pytest.skip("AUTOCOMMIT engines matter for PostgreSQL's SET TRANSACTION")
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(scratch_shop.admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with pytest.raises(Exception, match="read-only transaction"):
+            run_read_only(engine, "CREATE TABLE pwned (a int)", max_rows=1, timeout_s=5)
+        with engine.connect() as conn:  # and the caller's engine is autocommit again
+            assert conn.exec_driver_sql("SHOW transaction_read_only").scalar() == "off"
+            assert conn.exec_driver_sql("SELECT to_regclass('pwned')").scalar() is None
+    finally:
+        engine.dispose()
 
 
 def test_the_connection_is_reusable_after_a_failure(owner_engine):

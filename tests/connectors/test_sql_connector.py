@@ -199,3 +199,15 @@ def test_sample_values_are_opt_in_and_capped(shop, shop_db):
         sampled.close()
     with pytest.raises(ConfigurationError, match="sample_values"):
         SQLConnector("shop", shop_db.ro_url, sample_values=100)
+
+
+def test_driver_messages_are_scrubbed_of_the_connection_password():
+    """A driver that echoes the URL (some do, on connection errors) must not leak it."""
+    from relay_nb.connectors.sql.connector import _driver_message
+
+    password = "pw-for-scrub-test-0042"
+    # constructing registers the URL's password as a secret (nothing connects yet)
+    connector = SQLConnector("scrub", f"postgresql+psycopg://u:{password}@127.0.0.1:1/x")
+    connector.close()
+    message = _driver_message(RuntimeError(f"could not connect to postgresql://u:{password}@db"))
+    assert password not in message and "[REDACTED]" in message

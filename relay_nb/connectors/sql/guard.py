@@ -44,7 +44,7 @@ RULES: frozenset[str] = frozenset(
         "parse_error", "multiple_statements", "not_a_query", "forbidden_statement",
         "forbidden_command", "select_into", "locking_clause", "optimizer_hint", "server_variable",
         "executable_comment", "forbidden_function", "file_access", "table_function_not_allowed",
-        "table_not_allowed", "unsupported_limit",
+        "table_not_allowed", "unsupported_limit", "unfaithful_rewrite", "unsafe_identifier",
     }
 )  # fmt: skip
 """Every rule the guard can raise. Stable: tests, prompts and logs rely on these strings."""
@@ -75,11 +75,32 @@ def guard_query(
 ) -> GuardedQuery:
     """Check one model-written query and return the SQL that may run, or raise.
 
-    ``dialect`` is a sqlglot dialect name; ``allowed_tables`` holds lowercased
-    ``(schema, table)`` pairs (schema ``None`` for schema-less SQLite tables), as
-    :meth:`Catalog.allowlist` returns them; unqualified names resolve to ``default_schema``.
+    ``dialect`` is a sqlglot dialect name; ``allowed_tables`` holds ``(schema, table)`` pairs
+    named exactly as the catalog stores them (schema ``None`` for schema-less SQLite tables),
+    as :meth:`Catalog.allowlist` returns them; names compare by the dialect's own case rules;
+    unqualified names resolve to ``default_schema``.
     Raises :class:`UnsafeQueryError` with one of :data:`RULES`.
     """
+    first = _guard_once(
+        sql,
+        dialect=dialect,
+        allowed_tables=allowed_tables,
+        default_schema=default_schema,
+        row_limit=row_limit,
+    )
+    _refuse_unfaithful_output(first, allowed_tables, default_schema, row_limit, dialect)
+    return first
+
+
+def _guard_once(
+    sql: str,
+    *,
+    dialect: str,
+    allowed_tables: Collection[tuple[str | None, str]],
+    default_schema: str | None,
+    row_limit: int,
+) -> GuardedQuery:
+    """One pass of the pipeline; :func:`guard_query` runs it twice."""
     if row_limit < 1:
         raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
     engine = _dialect(dialect)
@@ -92,7 +113,10 @@ def guard_query(
     query = _query_root(tree)
     facts = _walk(tree, engine, _family(dialect))
     _raise_first(facts.violations)
-    tables = _check_tables(facts.tables, _allowlist(allowed_tables), default_schema, dialect)
+    strategy = engine.normalization_strategy
+    tables = _check_tables(
+        facts.tables, _allowlist(allowed_tables, strategy), default_schema, dialect, strategy
+    )
     limit, injected, clamped = apply_limit(query, row_limit)
     return GuardedQuery(
         sql=_generate(tree, engine),
@@ -408,7 +432,9 @@ _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("into", exp.Into),
     ("lock", exp.Lock),
     ("hint", exp.Hint),
-    ("variable", exp.SessionParameter),
+    ("variable", exp.SessionParameter | exp.Parameter),
+    ("identifier", exp.Identifier),
+    ("datatype", exp.DataType),
     ("assignment", exp.PropertyEQ),
     ("function", exp.Func),
     ("table", exp.Table),
@@ -430,6 +456,14 @@ def _check_node(node: exp.Expr, kind: str, family: str, facts: _Facts) -> None:
                 facts.add(*rules.STRUCTURAL_REFUSALS[refusal])
     elif kind == "assignment" and isinstance(node.this, exp.Parameter | exp.SessionParameter):
         facts.add(*rules.STRUCTURAL_REFUSALS["variable"])
+    elif kind == "identifier":
+        if any(ord(char) < 32 or ord(char) == 127 for char in node.name):
+            facts.add(1, "unsafe_identifier", "names may not contain control characters")
+    elif kind == "datatype":
+        if node.this == exp.DataType.Type.USERDEFINED:
+            facts.add(
+                3, "table_not_allowed", "casts to table types or custom types are not allowed"
+            )
     elif kind in rules.STRUCTURAL_REFUSALS:
         facts.add(*rules.STRUCTURAL_REFUSALS[kind])
     elif kind == "function":
@@ -505,8 +539,22 @@ def _raise_first(violations: list[_Violation]) -> None:
         _refuse(worst.rule, worst.message)
 
 
-def _allowlist(pairs: Collection[tuple[str | None, str]]) -> frozenset[tuple[str | None, str]]:
-    return frozenset(((s.lower() if s else None), t.lower()) for s, t in pairs)
+def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
+    """How a stored catalog name compares: folded only where the database ignores case.
+
+    PostgreSQL keeps ``Customers`` and ``customers`` apart (only unquoted references fold),
+    and MySQL with case-sensitive table names does too; comparing them case-insensitively
+    would let a quoted ``"Customers"`` read a table the allowlist never named.
+    """
+    return _fold(name) if strategy in _ALWAYS_FOLDED else name
+
+
+def _allowlist(
+    pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
+) -> frozenset[tuple[str | None, str]]:
+    return frozenset(
+        (_catalog_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
+    )
 
 
 def _check_tables(
@@ -514,11 +562,12 @@ def _check_tables(
     allowed: frozenset[tuple[str | None, str]],
     default_schema: str | None,
     dialect: str,
+    strategy: NormalizationStrategy,
 ) -> tuple[str, ...]:
     """Resolve each base-table reference against the allowlist; return the qualified names."""
-    default = default_schema.lower() if default_schema else None
+    default = _catalog_key(default_schema, strategy) if default_schema else None
     aliases = {default} | ({"main"} if dialect.lower() == "sqlite" else set())
-    return tuple(sorted({_resolve_table(t, allowed, default, aliases) for t in tables}))
+    return tuple(sorted({_resolve_table(t, allowed, default, aliases, strategy) for t in tables}))
 
 
 def _resolve_table(
@@ -526,15 +575,18 @@ def _resolve_table(
     allowed: frozenset[tuple[str | None, str]],
     default: str | None,
     default_aliases: set[str | None],
+    strategy: NormalizationStrategy,
 ) -> str:
     raw = table.name
     if not isinstance(table.this, exp.Identifier):
         _refuse("table_not_allowed", "name tables plainly (schema.table or table)")
     if table.args.get("catalog"):
         _refuse("table_not_allowed", f"{_short(raw)}: use schema.table, not database.schema.table")
-    name = _fold(raw)
+    name = _identifier_key(table.this, strategy)
     db = table.args.get("db")
-    schema = _fold(db.name) if db is not None else None
+    schema = _identifier_key(db, strategy) if isinstance(db, exp.Identifier) else None
+    if db is not None and schema is None:
+        _refuse("table_not_allowed", "name tables plainly (schema.table or table)")
     candidates: list[tuple[str | None, str]]
     if schema is None:
         candidates = [(default, name), (None, name)]
@@ -553,6 +605,38 @@ def _resolve_table(
 
 # --------------------------------------------------------------------------------------------
 # Generation
+
+
+def _refuse_unfaithful_output(
+    first: GuardedQuery,
+    allowed_tables: Collection[tuple[str | None, str]],
+    default_schema: str | None,
+    row_limit: int,
+    dialect: str,
+) -> None:
+    """Fail closed unless the SQL that will run is a fixed point of the guard.
+
+    The generator can emit text the database reads differently from the tree it came from
+    (MySQL reads ``#`` as a comment, so ``a #- b LIMIT 201`` loses its LIMIT). Guarding the
+    output again — same tokenizer, parser, rules and LIMIT — must accept it and reproduce it
+    character for character; then what runs is exactly what was checked.
+    """
+    try:
+        second = _guard_once(
+            first.sql,
+            dialect=dialect,
+            allowed_tables=allowed_tables,
+            default_schema=default_schema,
+            row_limit=row_limit,
+        )
+    except UnsafeQueryError:
+        second = None
+    if second is None or second.sql != first.sql or second.limit != first.limit:
+        _refuse(
+            "unfaithful_rewrite",
+            "the query could not be re-serialised so that it means the same; rewrite it "
+            "with plain SQL (no unusual functions, operators or names)",
+        )
 
 
 def _generate(tree: exp.Expr, engine: Dialect) -> str:

@@ -122,7 +122,7 @@ STRUCTURAL_REFUSALS: dict[str, tuple[int, str, str]] = {
     "variable": (
         3,
         "server_variable",
-        "reading @@server variables or assigning @variables is not allowed",
+        "variables and parameters (@@x, @x, $1) are not allowed; write literal values",
     ),
     "settings": (
         3,
@@ -236,6 +236,15 @@ FILE_PREFIXES: tuple[str, ...] = ("read_", "lo_", "copy_", "pg_read_", "pg_ls_",
 
 DENIED_FUNCTIONS = frozenset(
     {
+        # PostgreSQL: index maintenance that writes even in a read-only transaction, and
+        # server/privilege introspection that reveals what the allowlist hides
+        "brin_summarize_new_values", "brin_summarize_range", "brin_desummarize_range",
+        "gin_clean_pending_list", "has_table_privilege", "has_column_privilege",
+        "has_schema_privilege", "has_database_privilege", "has_function_privilege",
+        "has_any_column_privilege", "has_sequence_privilege", "inet_server_addr",
+        "inet_server_port", "inet_client_addr", "inet_client_port", "shobj_description",
+        "to_regclass", "to_regtype", "to_regproc", "to_regprocedure", "to_regnamespace",
+        "to_regrole",
         # PostgreSQL: sleeps, sequences, settings, backends, SQL-from-text, remote databases
         "pg_sleep", "pg_sleep_for", "pg_sleep_until", "set_config", "current_setting",
         "nextval", "setval", "currval", "lastval", "pg_terminate_backend",

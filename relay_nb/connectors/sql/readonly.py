@@ -18,6 +18,7 @@ Every call ends in a rollback; a connection whose rollback fails is discarded.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,11 @@ __all__ = ["CancelHandle", "FetchedRows", "QueryCancelled", "build_engine", "run
 
 # Drivers whose timeout/cancel we do not know get a watchdog that at least closes the cursor.
 _SQLITE_PROGRESS_STEPS = 10_000
+_SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
+
+
+class ReadOnlyNotEnforced(Exception):
+    """The database did not confirm read-only mode, so the statement was not run."""
 
 
 class QueryCancelled(Exception):
@@ -48,8 +54,12 @@ class CancelHandle:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._firing = threading.Lock()  # held while a cancel is delivered
         self._cancel: Callable[[], None] | None = None
         self.cancelled = False
+        self.fired = False
+        """A cancel reached the driver: the connection must not be reused (a late cancel
+        request or KILL QUERY could hit the next, innocent statement)."""
         self.reason = ""
 
     def arm(self, cancel: Callable[[], None]) -> None:
@@ -57,10 +67,11 @@ class CancelHandle:
             self._cancel = cancel
             fire = self.cancelled
         if fire:
-            cancel()
+            self._fire(cancel)
 
     def disarm(self) -> None:
-        with self._lock:
+        """Stop delivering cancels; waits for one already being delivered."""
+        with self._firing, self._lock:
             self._cancel = None
 
     def cancel(self, reason: str = "cancelled") -> None:
@@ -70,6 +81,14 @@ class CancelHandle:
             self.cancelled, self.reason = True, reason
             cancel = self._cancel
         if cancel is not None:
+            self._fire(cancel)
+
+    def _fire(self, cancel: Callable[[], None]) -> None:
+        with self._firing:
+            with self._lock:
+                if self._cancel is not cancel:
+                    return  # disarmed meanwhile: the statement is over
+                self.fired = True
             with contextlib.suppress(Exception):  # best effort: server timeouts are the backstop
                 cancel()
 
@@ -159,7 +178,8 @@ def run_read_only(
         return FetchedRows(columns, rows, (time.perf_counter() - started) * 1000)
     finally:
         timer.cancel()
-        _end(backend, engine, raw, discard=not clean and backend in ("mysql", "mariadb"))
+        discard = cancel.fired or (not clean and backend in ("mysql", "mariadb"))
+        _end(backend, engine, raw, discard=discard)
 
 
 def _begin_read_only(
@@ -173,6 +193,11 @@ def _begin_read_only(
     cursor = raw.cursor()
     try:
         if backend == "postgresql":
+            driver = raw.driver_connection
+            if getattr(driver, "autocommit", False):
+                # an AUTOCOMMIT engine would ignore SET TRANSACTION: run in a transaction
+                raw.info["relay_autocommit_before"] = True
+                driver.autocommit = False
             cursor.execute("SET TRANSACTION READ ONLY")
             # one round trip for the per-transaction settings; all revert at rollback.
             # standard_conforming_strings: the guard re-serialises strings assuming it is on
@@ -183,7 +208,12 @@ def _begin_read_only(
             if search_path:
                 settings["search_path"] = _pg_identifier(search_path)
             calls = ", ".join(f"set_config('{name}', %s, true)" for name in settings)
-            cursor.execute(f"SELECT {calls}", tuple(settings.values()))
+            cursor.execute(
+                f"SELECT current_setting('transaction_read_only'), {calls}",
+                tuple(settings.values()),
+            )
+            if cursor.fetchone()[0] != "on":  # never run unless the server confirms it
+                raise ReadOnlyNotEnforced("PostgreSQL did not start a read-only transaction")
         elif backend in ("mysql", "mariadb"):
             if getattr(engine.dialect, "is_mariadb", False):
                 cursor.execute(f"SET SESSION max_statement_time = {float(timeout_s):.3f}")
@@ -199,6 +229,11 @@ def _begin_read_only(
             cursor.execute("PRAGMA query_only")
             raw.info["relay_query_only_before"] = bool(cursor.fetchone()[0])
             cursor.execute("PRAGMA query_only = ON")
+            # one huge string can outrun the progress handler: cap value sizes per call
+            driver = raw.driver_connection
+            raw.info["relay_length_before"] = driver.setlimit(
+                sqlite3.SQLITE_LIMIT_LENGTH, _SQLITE_MAX_VALUE_BYTES
+            )
             deadline = time.monotonic() + timeout_s
 
             def past_deadline() -> int:
@@ -250,8 +285,13 @@ def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
                 cursor.execute(f"SET SESSION {read_only_var} = DEFAULT")
             finally:
                 _close_quietly(cursor)
+        elif backend == "postgresql" and raw.info.pop("relay_autocommit_before", False):
+            raw.driver_connection.autocommit = True
         elif backend == "sqlite":
             raw.driver_connection.set_progress_handler(None, 0)
+            before = raw.info.pop("relay_length_before", None)
+            if before is not None:
+                raw.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before)
             if not raw.info.pop("relay_query_only_before", True):
                 raw.driver_connection.execute("PRAGMA query_only = OFF")
     except Exception:

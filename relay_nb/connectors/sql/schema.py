@@ -68,7 +68,9 @@ class Catalog(_Frozen):
         return matches[0] if len(matches) == 1 else None
 
     def allowlist(self) -> frozenset[tuple[str | None, str]]:
-        """(schema, table) pairs, lowercased: what the guard lets a query touch."""
-        return frozenset(
-            ((t.schema_name or "").lower() or None, t.name.lower()) for t in self.tables
-        )
+        """(schema, table) pairs exactly as stored: what the guard lets a query touch.
+
+        Case is kept: the guard compares by the dialect's rules (PostgreSQL tells
+        ``"Orders"`` from ``orders``; SQLite and DuckDB do not).
+        """
+        return frozenset((t.schema_name or None, t.name) for t in self.tables)
