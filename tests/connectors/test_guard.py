@@ -462,7 +462,10 @@ def test_standard_sqlglot_functions_are_not_denied():
     for cls in subclasses(exp.Func):
         if issubclass(cls, exp.Anonymous | exp.AnonymousAggFunc):
             continue
-        node = cls()
+        try:
+            node = cls()
+        except TypeError:  # a mypyc trait (compiled sqlglot): a mixin, not a function
+            continue
         if module._function_verdict(node, module._function_names(node)):
             refused.add(cls)
     assert refused == set(guard_rules.DENIED_FUNCTION_CLASSES)

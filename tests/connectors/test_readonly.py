@@ -123,3 +123,21 @@ def test_a_callers_own_engine_gets_its_connections_back_writable(tmp_path):
         conn.exec_driver_sql("INSERT INTO notes VALUES ('mine')")
         assert conn.exec_driver_sql("SELECT body FROM notes").scalar() == "mine"
     engine.dispose()
+
+
+def test_a_duckdb_engine_with_external_access_is_refused(tmp_path):
+    import sqlalchemy as sa
+
+    from relay_nb.connectors.sql.readonly import ReadOnlyNotEnforced
+
+    engine = sa.create_engine(f"duckdb:///{tmp_path / 'open.duckdb'}")
+    try:
+        with pytest.raises(ReadOnlyNotEnforced, match="external access"):
+            run_read_only(engine, "SELECT 1", max_rows=1, timeout_s=5)
+    finally:
+        engine.dispose()
+    locked = build_engine(f"duckdb:///{tmp_path / 'open.duckdb'}")
+    try:
+        assert run_read_only(locked, "SELECT 42", max_rows=1, timeout_s=5).rows == [(42,)]
+    finally:
+        locked.dispose()

@@ -97,7 +97,9 @@ def build_engine(url_or_engine: str | URL | Engine, *, dialect_hint: str | None 
     """An engine configured read-only at connect time where the driver allows it.
 
     An engine passed in by the caller is used as is (it may carry pooling or auth the caller
-    chose); per-call read-only measures still apply to it.
+    chose). The per-call measures still apply to it (read-only transactions and timeouts on
+    PostgreSQL and MySQL, ``query_only`` on SQLite, a refusal of DuckDB engines with external
+    access); open-time modes (SQLite ``mode=ro``, DuckDB ``read_only``) are the caller's.
     """
     if isinstance(url_or_engine, Engine):
         return url_or_engine
@@ -223,6 +225,15 @@ def _begin_read_only(
             # a read-only SESSION refuses DDL too (error 1792), the transaction alone does not
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
+        elif backend == "duckdb" and "relay_duckdb_checked" not in raw.info:
+            # an engine the caller built may allow file and network access: refuse it
+            cursor.execute("SELECT current_setting('enable_external_access')")
+            if cursor.fetchone()[0] not in (False, "false"):
+                raise ReadOnlyNotEnforced(
+                    "this DuckDB engine allows external access; pass a URL, or open it with "
+                    "config={'enable_external_access': False}"
+                )
+            raw.info["relay_duckdb_checked"] = True
         elif backend == "sqlite":
             # remember the connection's own setting: an engine the caller passed in must get
             # its connections back as they were (our own engines are query_only from connect)
