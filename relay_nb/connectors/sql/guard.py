@@ -13,9 +13,11 @@ The pipeline, each step a small function::
       -> parse -> query root -> walk every node (statements, commands, INTO, locks, hints,
          variables, functions, table functions, tables with CTE scoping)
       -> tables against the allowlist -> LIMIT injected/clamped -> generate
+    then the same pipeline again over the generated text, which must reproduce it exactly
 
 Every refusal is ``UnsafeQueryError(rule, message)``; the rule names are in :data:`RULES` and
-are stable, the message tells the model what to change and never echoes the query. The
+are stable, the message tells the model what to change; it may name the offending table or
+function and, for a parse error, up to 30 characters around it — never the whole query. The
 policy (which names and node types) is data, in :mod:`relay_nb.connectors.sql.guard_rules`.
 """
 
