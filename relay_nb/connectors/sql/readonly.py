@@ -93,7 +93,7 @@ class CancelHandle:
                 cancel()
 
 
-def build_engine(url_or_engine: str | URL | Engine, *, dialect_hint: str | None = None) -> Engine:
+def build_engine(url_or_engine: str | URL | Engine) -> Engine:
     """An engine configured read-only at connect time where the driver allows it.
 
     An engine passed in by the caller is used as is (it may carry pooling or auth the caller
