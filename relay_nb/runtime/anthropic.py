@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay_nb.errors import InvocationError
 from relay_nb.redaction import register_secret
-from relay_nb.runtime.base import BaseRuntime, TextCallback
+from relay_nb.runtime.base import BaseRuntime, TextCallback, run_guarded
 from relay_nb.runtime.failures import classify_status
 from relay_nb.runtime.switch import check_model_request
 from relay_nb.runtime.types import (
@@ -75,6 +75,7 @@ _CAPABILITIES = Capabilities(
     structured_tools_fidelity="native",
     output_token_limit_fidelity="native",
     physical_batch=False,
+    token_counting=True,
 )
 
 
@@ -218,6 +219,24 @@ class AnthropicRuntime(BaseRuntime):
             message = await _stream(client, params, on_text)
         latency_ms = (time.perf_counter() - started) * 1000
         return self._result(message, latency_ms)
+
+    async def count_tokens(
+        self, request: InvocationRequest, *, timeout: float | None = None
+    ) -> int:
+        """The provider's own count of the request's input tokens (no message is created).
+
+        The context layer uses it when a caller asks for exact budgets instead of chars/4.
+        Failures are classified like ``invoke``'s.
+        """
+        self._check_allowed()
+
+        async def count() -> int:
+            client = await self._client()
+            params = self._params(request)
+            params.pop("max_tokens", None)
+            return int((await client.messages.count_tokens(**params)).input_tokens)
+
+        return await run_guarded(count, provider=self.provider, timeout=timeout, abort=None)
 
     async def aclose(self) -> None:
         """Close the HTTP client; the next invoke opens a new one. Safe to call twice."""

@@ -103,6 +103,12 @@ def _check_declaration(runtime: object, report: ConformanceReport) -> Capabiliti
         f"declared={caps.physical_batch}, invoke_batch present={has_batch}, "
         f"max_batch_size={caps.max_batch_size}",
     )
+    has_count = inspect.iscoroutinefunction(getattr(runtime, "count_tokens", None))
+    report._add(
+        "token_counting",
+        has_count or not caps.token_counting,
+        "token_counting is declared but there is no async count_tokens(request)",
+    )
     report._add(
         "invoke",
         inspect.iscoroutinefunction(getattr(runtime, "invoke", None)),

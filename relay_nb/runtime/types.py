@@ -254,6 +254,8 @@ class Capabilities(_Model):
     max_batch_size: int | None = Field(default=None, ge=1)
     single_forced_tool_only: bool = False
     """True for harness CLIs: a request with tools must force exactly one of them."""
+    token_counting: bool = False
+    """True when the runtime has ``async count_tokens(request)`` (the provider's tokenizer)."""
 
 
 class BatchFailure(_Model):

@@ -43,6 +43,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StreamFault",
+    "TokenCountReply",
     "ToolUse",
 ]
 
@@ -170,7 +171,14 @@ class Delay:
     then: Reply = field(default_factory=lambda: MessageReply(text="late"))
 
 
-Reply: TypeAlias = MessageReply | ErrorReply | DropConnection | Delay
+@dataclass(frozen=True)
+class TokenCountReply:
+    """The answer to ``POST /v1/messages/count_tokens``."""
+
+    input_tokens: int
+
+
+Reply: TypeAlias = MessageReply | ErrorReply | DropConnection | Delay | TokenCountReply
 
 
 @dataclass(frozen=True)
@@ -367,7 +375,7 @@ class _Handler(BaseHTTPRequestHandler):
             raw_body=raw,
         )
         reply = self.server.stub._record(recorded)
-        if self.path.split("?", 1)[0] != "/v1/messages":
+        if self.path.split("?", 1)[0] not in ("/v1/messages", "/v1/messages/count_tokens"):
             reply = ErrorReply(status=404, message=f"the stub does not serve {self.path}")
         elif reply is None:
             reply = ErrorReply(status=500, message="AnthropicStub has no scripted reply left")
@@ -389,6 +397,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         elif isinstance(reply, ErrorReply):
             self._send_json(reply.status, reply.body(), reply.headers)
+        elif isinstance(reply, TokenCountReply):
+            self._send_json(200, {"input_tokens": reply.input_tokens}, {})
         elif stream:
             self._send_stream(reply)
         else:

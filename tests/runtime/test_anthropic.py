@@ -631,6 +631,7 @@ def test_identity_and_capabilities() -> None:
         structured_tools_fidelity="native",
         output_token_limit_fidelity="native",
         physical_batch=False,
+        token_counting=True,
     )
 
 
@@ -712,3 +713,27 @@ async def test_a_constructor_key_never_reaches_a_recording(
     recorded = path.read_text()
     assert API_KEY not in recorded
     assert "[REDACTED]" in recorded
+
+
+async def test_count_tokens_asks_the_provider_and_feeds_the_context_budget(
+    runtime: AnthropicRuntime, stub: AnthropicStub
+) -> None:
+    from relay_nb.context.budget import count_tokens_with
+    from relay_nb.testing.anthropic_stub import TokenCountReply
+
+    stub.enqueue(TokenCountReply(input_tokens=1234))
+    stub.enqueue(ErrorReply(status=529, message="provider says overloaded"))
+    assert runtime.capabilities().token_counting is True
+    assert await count_tokens_with(runtime, "how many orders?") == (1234, False)
+    sent = stub.requests[-1]
+    assert sent.path.startswith("/v1/messages/count_tokens")
+    assert sent.body["model"] == "claude-test-alias" and "max_tokens" not in sent.body
+    # a failed count falls back to the chars/4 estimate, flagged as such
+    assert await count_tokens_with(runtime, "x" * 40) == (10, True)
+
+
+async def test_runtimes_without_token_counting_get_the_estimate() -> None:
+    from relay_nb.context.budget import count_tokens_with
+    from relay_nb.runtime.scripted import ScriptedRuntime
+
+    assert await count_tokens_with(ScriptedRuntime([]), "x" * 9) == (3, True)

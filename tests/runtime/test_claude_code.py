@@ -293,6 +293,7 @@ def test_identity_and_capabilities() -> None:
         "physical_batch": False,
         "max_batch_size": None,
         "single_forced_tool_only": True,
+        "token_counting": False,
     }
 
 

@@ -1,0 +1,45 @@
+"""The context resolver: what the model sees before each turn, within a token budget.
+
+May read ``relay_nb.connectors`` (the schema source); never the agent loop or notebooks.
+"""
+
+from relay_nb.context.budget import Budget, allocate_budget, count_tokens, count_tokens_with
+from relay_nb.context.render import render_context
+from relay_nb.context.resolver import ContextResolver
+from relay_nb.context.sources import (
+    ConnectorSchemaSource,
+    DataFrameNamespaceSource,
+    NotesSource,
+    RecentTurnsSource,
+    SkillGuardrailsSource,
+)
+from relay_nb.context.types import (
+    ContextItem,
+    ContextRequest,
+    ContextSource,
+    DroppedItem,
+    ResolvedContext,
+    SourceStats,
+    estimate_tokens,
+)
+
+__all__ = [
+    "Budget",
+    "ConnectorSchemaSource",
+    "DataFrameNamespaceSource",
+    "NotesSource",
+    "RecentTurnsSource",
+    "SkillGuardrailsSource",
+    "ContextItem",
+    "ContextRequest",
+    "ContextResolver",
+    "ContextSource",
+    "DroppedItem",
+    "ResolvedContext",
+    "SourceStats",
+    "allocate_budget",
+    "count_tokens",
+    "count_tokens_with",
+    "estimate_tokens",
+    "render_context",
+]

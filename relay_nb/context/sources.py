@@ -1,0 +1,277 @@
+"""Built-in context sources, each with a documented priority band.
+
+=====================  =========  ====================================================
+source                 priority   what it contributes
+=====================  =========  ====================================================
+skill guardrails       100+       hard rules a skill states (never dropped first)
+connector schemas      60-80      what is queryable, ranked by the question (70)
+notebook DataFrames    50-70      name, shape, dtypes, a few values (mentioned: 65)
+recent turns, memory   40-60      the last turns (newest 60) and compacted memory (40)
+notes and documents    10-49      lexically retrieved chunks of user-supplied text (30)
+=====================  =========  ====================================================
+
+Higher priority survives the budget. Sources never raise for ordinary data problems: an
+empty namespace or no matching note simply yields no items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from relay_nb.connectors.base import Connector
+from relay_nb.context.types import ContextItem, ContextRequest
+
+__all__ = [
+    "ConnectorSchemaSource",
+    "DataFrameNamespaceSource",
+    "NotesSource",
+    "RecentTurnsSource",
+    "SkillGuardrailsSource",
+]
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    _WORD.findall(
+        "the a an and or of to in on for by with what which who how many much is are was were "
+        "did do does from at per each last this that these those all any me my our show list "
+        "give find get"
+    )
+)
+
+
+def _terms(text: str) -> list[str]:
+    """Lowercased words without stopwords, plurals folded (orders -> order)."""
+    words = [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS]
+    return [w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in words]
+
+
+class SkillGuardrailsSource:
+    """Rules a skill insists on ("never show e-mail addresses"); priority 100+."""
+
+    def __init__(
+        self, rules: Mapping[str, str], *, priority: int = 100, name: str = "skill_guardrails"
+    ) -> None:
+        self.rules = dict(rules)
+        self.priority = priority
+        self.name = name
+
+    async def fetch(self, request: ContextRequest) -> list[ContextItem]:
+        return [
+            ContextItem(source=self.name, title=title, content=text, priority=self.priority)
+            for title, text in self.rules.items()
+            if text.strip()
+        ]
+
+
+class ConnectorSchemaSource:
+    """A connector's prompt context, ranked by the question when the budget is tight.
+
+    Introspection can be slow on a large catalog, so the timeout is longer than the 2 s
+    default and :meth:`prewarm` reads the catalog as soon as the connector is registered.
+    """
+
+    timeout_s = 10.0
+
+    def __init__(
+        self, connector: Connector, *, priority: int = 70, max_tokens: int | None = None
+    ) -> None:
+        self.connector = connector
+        self.priority = priority
+        self.max_tokens = max_tokens
+        self.name = f"schema:{connector.id}"
+
+    async def prewarm(self, request: ContextRequest) -> None:
+        if hasattr(self.connector, "catalog"):
+            await asyncio.to_thread(lambda: self.connector.catalog)
+        else:
+            await asyncio.to_thread(self.connector.prompt_context)
+
+    async def fetch(self, request: ContextRequest) -> list[ContextItem]:
+        if request.connector_ids and self.connector.id not in request.connector_ids:
+            return []
+        limit = self.max_tokens if self.max_tokens is not None else request.budget
+        text = await asyncio.to_thread(
+            self.connector.prompt_context, max_tokens=limit, question=request.question
+        )
+        return [ContextItem(source=self.name, content=text, priority=self.priority)]
+
+
+class DataFrameNamespaceSource:
+    """Summaries of the DataFrames in a notebook namespace (IPython's ``user_ns``).
+
+    The namespace is read at fetch time, so frames created or changed since the last turn
+    are seen. Values are clipped: a summary shows the shape of the data, not the data.
+    """
+
+    def __init__(
+        self,
+        namespace: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+        *,
+        priority: int = 55,
+        mentioned_priority: int = 65,
+        max_frames: int = 20,
+        sample_rows: int = 3,
+        cell_chars: int = 40,
+        name: str = "notebook_dataframes",
+    ) -> None:
+        self._namespace = namespace
+        self.priority = priority
+        self.mentioned_priority = mentioned_priority
+        self.max_frames = max_frames
+        self.sample_rows = sample_rows
+        self.cell_chars = cell_chars
+        self.name = name
+
+    def _frames(self) -> list[tuple[str, Any]]:
+        pandas = sys.modules.get("pandas")  # no pandas imported means no DataFrames exist
+        if pandas is None:
+            return []
+        namespace = self._namespace() if callable(self._namespace) else self._namespace
+        return [
+            (name, value)
+            for name, value in list(namespace.items())
+            if not name.startswith("_") and isinstance(value, pandas.DataFrame)
+        ]
+
+    async def fetch(self, request: ContextRequest) -> list[ContextItem]:
+        asked = set(_terms(request.question)) | set(request.question.lower().split())
+        items = []
+        for name, frame in self._frames()[: self.max_frames]:
+            mentioned = name.lower() in asked or bool(set(_terms(name)) & asked)
+            items.append(
+                ContextItem(
+                    source=self.name,
+                    title=name,
+                    content=self._summary(name, frame),
+                    priority=self.mentioned_priority if mentioned else self.priority,
+                )
+            )
+        return items
+
+    def _summary(self, name: str, frame: Any) -> str:
+        rows, cols = frame.shape
+        dtypes = ", ".join(f"{c} {t}" for c, t in list(frame.dtypes.items())[:40])
+        more = f" (+{cols - 40} more)" if cols > 40 else ""
+        head = frame.head(self.sample_rows).astype(str)
+        clip = self.cell_chars
+        sample = [
+            ", ".join(v if len(v) <= clip else v[: clip - 1] + "…" for v in row)
+            for row in head.itertuples(index=False, name=None)
+        ]
+        lines = [f"{name}: DataFrame, {rows} rows x {cols} columns", f"columns: {dtypes}{more}"]
+        lines += [f"  {line}" for line in sample]
+        return "\n".join(lines)
+
+
+class RecentTurnsSource:
+    """The last turns (newest first in priority) and a compacted memory of older ones."""
+
+    def __init__(
+        self,
+        turns: Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]],
+        *,
+        memory: str | Callable[[], str | None] | None = None,
+        max_turns: int = 5,
+        newest_priority: int = 60,
+        memory_priority: int = 40,
+        name: str = "recent_turns",
+    ) -> None:
+        self._turns = turns
+        self._memory = memory
+        self.max_turns = max_turns
+        self.priority = newest_priority
+        self.memory_priority = memory_priority
+        self.name = name
+
+    async def fetch(self, request: ContextRequest) -> list[ContextItem]:
+        turns = list(self._turns() if callable(self._turns) else self._turns)
+        recent = turns[-self.max_turns :] if self.max_turns else []
+        items = []
+        for age, (question, answer) in enumerate(reversed(recent)):
+            priority = max(self.memory_priority + 1, self.priority - 2 * age)
+            content = f"Q: {question}\nA: {answer}"
+            items.append(ContextItem(source=self.name, content=content, priority=priority))
+        memory = self._memory() if callable(self._memory) else self._memory
+        if memory:
+            items.append(
+                ContextItem(
+                    source=self.name, title="memory", content=memory, priority=self.memory_priority
+                )
+            )
+        return items
+
+
+class NotesSource:
+    """User-supplied notes and documents, retrieved lexically (TF-IDF over chunks).
+
+    No embeddings: nothing to download, deterministic, and good enough to surface the
+    glossary entry that defines "churn" when the question says "churned".
+    """
+
+    def __init__(
+        self,
+        documents: Mapping[str, str],
+        *,
+        priority: int = 30,
+        top_k: int = 3,
+        chunk_chars: int = 800,
+        name: str = "notes",
+    ) -> None:
+        self.priority = priority
+        self.top_k = top_k
+        self.name = name
+        self._chunks = [
+            (title, chunk)
+            for title, text in documents.items()
+            for chunk in _chunk(text, chunk_chars)
+        ]
+        self._chunk_terms = [Counter(_terms(chunk)) for _, chunk in self._chunks]
+        frequency = Counter(term for terms in self._chunk_terms for term in terms)
+        total = max(1, len(self._chunks))
+        self._idf = {term: math.log(1 + total / n) for term, n in frequency.items()}
+
+    async def fetch(self, request: ContextRequest) -> list[ContextItem]:
+        wanted = set(_terms(request.question))
+        scored = []
+        for index, terms in enumerate(self._chunk_terms):
+            score = sum(self._idf[t] * (1 + math.log(terms[t])) for t in wanted if t in terms)
+            if score > 0:
+                scored.append((score, index))
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        items = []
+        for rank, (_score, index) in enumerate(scored[: self.top_k]):
+            title, chunk = self._chunks[index]
+            items.append(
+                ContextItem(
+                    source=self.name,
+                    title=title,
+                    content=chunk,
+                    priority=max(10, min(49, self.priority - rank)),
+                )
+            )
+        return items
+
+
+def _chunk(text: str, size: int) -> list[str]:
+    """Paragraph-aligned chunks of at most ``size`` characters (long paragraphs are cut)."""
+    chunks: list[str] = []
+    current = ""
+    for paragraph in (p.strip() for p in text.split("\n\n")):
+        if not paragraph:
+            continue
+        while len(paragraph) > size:
+            chunks.append(paragraph[:size])
+            paragraph = paragraph[size:]
+        if current and len(current) + len(paragraph) + 2 > size:
+            chunks.append(current)
+            current = ""
+        current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current:
+        chunks.append(current)
+    return chunks
