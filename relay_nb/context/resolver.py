@@ -8,7 +8,7 @@ never its text: database errors routinely quote the rows or SQL that caused them
 Timeouts work by cancellation, so a source that swallows ``CancelledError`` cannot be cut off;
 sources must let cancellation propagate (cleaning up first is fine).
 
-Packing is greedy by priority (see ``../shared/DESIGN.md`` §5): items are sorted by priority,
+Packing is greedy by priority (DESIGN.md §5): items are sorted by priority,
 highest first, stable in source order then item order, and each is kept if it still fits.
 An item that does not fit is skipped, not a stop sign: a smaller, lower-priority item after it
 may still fit, which uses the budget better than cutting at the first miss.
