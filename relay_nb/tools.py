@@ -10,19 +10,33 @@ exception that would end the turn.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
+import json
+import re
+import sys
 import time
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
-from relay_nb.errors import RelayError
+from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.redaction import redact
 
-__all__ = ["Tool", "ToolHandler", "ToolResult"]
+__all__ = ["TOOL_NAME", "Tool", "ToolHandler", "ToolResult", "tool_from_function"]
 
 _MAX_ERROR_CHARS = 600
+_MAX_RESULT_CHARS = 4000
+_PREVIEW_ROWS = 20
+_PREVIEW_CHARS = 2000
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What every provider accepts as a tool name; checked when a tool is declared, not when a
+model first sees it and rejects the whole request."""
 
 
 class ToolResult(BaseModel):
@@ -49,6 +63,25 @@ class Tool:
     requires_approval: bool = False
     timeout_s: float | None = 60.0
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+        timeout_s: float | None = 60.0,
+    ) -> Tool:
+        """Declare a tool from a plain typed function (see :func:`tool_from_function`)."""
+        return tool_from_function(
+            func,
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            timeout_s=timeout_s,
+        )
 
     def spec(self) -> dict[str, Any]:
         """The provider-neutral declaration: name, description and input JSON schema."""
@@ -96,3 +129,285 @@ def _validation_message(tool: str, exc: ValidationError) -> str:
 
 def _clip(text: str) -> str:
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+
+
+# --------------------------------------------------------------------------- from a function
+
+
+def tool_from_function(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    timeout_s: float | None = 60.0,
+) -> Tool:
+    """Turn a typed Python function into a :class:`Tool`, so an analyst can add one in a cell.
+
+    The signature becomes the input model: every parameter needs a type hint (the hint *is*
+    the schema the model sees, so guessing ``str`` would hide mistakes until a model misuses
+    the tool), parameters without a default are required, and ``*args``/``**kwargs`` are
+    refused because a JSON object has no place for them. Field descriptions come from the
+    docstring's ``Args:`` (Google) or ``:param x:`` (Sphinx) entries; the tool description is
+    the docstring's first paragraph unless ``description`` is given — one of the two must
+    exist, because the description is how the model decides when to call the tool.
+
+    Sync functions run in a worker thread so a slow one never blocks the event loop (on
+    timeout the call is abandoned, but Python cannot stop the thread itself); async functions
+    are awaited. Returns: ``str`` and :class:`ToolResult` as is, a pandas DataFrame as a CSV
+    preview with the full frame as the local ``artifact``, anything else as clipped JSON.
+    """
+    target = func.func if isinstance(func, functools.partial) else func
+    tool_name = name if name is not None else getattr(target, "__name__", None)
+    if not isinstance(tool_name, str) or not TOOL_NAME.match(tool_name):
+        raise ConfigurationError(
+            f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-' (providers "
+            "reject anything else); pass name='my_tool' to Tool.from_function"
+        )
+    docstring = inspect.getdoc(target) or ""
+    summary, param_docs = _parse_docstring(docstring)
+    tool_description = (description or "").strip() or summary
+    if not tool_description:
+        raise ConfigurationError(
+            f"tool {tool_name!r} has no description: the model reads it to decide when to call "
+            "the tool; give the function a docstring or pass description='...'"
+        )
+    input_model, field_to_param = _input_model(func, target, tool_name, param_docs)
+    is_async = _is_async_callable(func)
+
+    async def handler(arguments: BaseModel) -> ToolResult | str:
+        kwargs = {param: getattr(arguments, fname) for fname, param in field_to_param.items()}
+        if is_async:
+            produced = await func(**kwargs)
+        else:
+            produced = await asyncio.to_thread(func, **kwargs)
+            if inspect.isawaitable(produced):  # a sync wrapper around a coroutine function
+                produced = await produced
+        return _to_result(produced)
+
+    return Tool(
+        name=tool_name,
+        description=tool_description,
+        input_model=input_model,
+        handler=handler,
+        requires_approval=requires_approval,
+        timeout_s=timeout_s,
+        metadata={"function": getattr(target, "__qualname__", repr(target))},
+    )
+
+
+def _is_async_callable(func: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(func):  # also sees through functools.partial
+        return True
+    call = getattr(func, "__call__", None)  # noqa: B004 - objects with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _input_model(
+    func: Callable[..., Any],
+    target: Callable[..., Any],
+    tool_name: str,
+    param_docs: dict[str, str],
+) -> tuple[type[BaseModel], dict[str, str]]:
+    """Build the pydantic model and map its field names back to the function's parameters.
+
+    Parameters whose names pydantic cannot use as fields (``schema``, ``json``, ``_x``,
+    ``model_*``) get an internal field name with the parameter name as alias, so the model
+    still sees — and sends — the real name.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(
+            f"cannot read the signature of {func!r} for tool {tool_name!r}: {exc}"
+        ) from exc
+    try:
+        hints = typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:  # NameError for a hint defined inside another function
+        raise ConfigurationError(
+            f"cannot resolve the type hints of tool {tool_name!r} ({type(exc).__name__}: "
+            f"{exc}); define the types the hints name at module level"
+        ) from exc
+
+    fields: dict[str, Any] = {}
+    field_to_param: dict[str, str] = {}
+    for index, param in enumerate(signature.parameters.values()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            star = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            raise ConfigurationError(
+                f"tool {tool_name!r}: {star}{param.name} cannot be described to a model; "
+                "list each input as a named, typed parameter"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ConfigurationError(
+                f"tool {tool_name!r}: parameter {param.name!r} is positional-only, but tool "
+                "inputs are passed by name; remove the '/' from the signature"
+            )
+        if param.name not in hints:
+            raise ConfigurationError(
+                f"tool {tool_name!r}: parameter {param.name!r} has no type hint; the hint is "
+                f"the schema the model sees (e.g. '{param.name}: str')"
+            )
+        hint = hints[param.name]
+        info: dict[str, Any] = {}
+        doc = param_docs.get(param.name)
+        if doc and not _has_own_description(hint):
+            info["description"] = doc
+        default = ... if param.default is param.empty else param.default
+        field_name = param.name
+        if _unsafe_field_name(param.name):
+            field_name = f"relay_arg_{index}"
+            info["alias"] = param.name
+        fields[field_name] = (hint, Field(default, **info))
+        field_to_param[field_name] = param.name
+
+    model_name = "".join(part.capitalize() for part in re.split(r"[_-]+", tool_name)) or "Tool"
+    try:
+        model = create_model(  # type: ignore[call-overload]
+            f"{model_name}Input",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
+        model.model_json_schema()  # fail now, not on the first model request
+    except Exception as exc:  # pydantic cannot build a JSON schema for some hint
+        raise ConfigurationError(
+            f"tool {tool_name!r}: its parameters cannot become a JSON schema ({exc}); use "
+            "JSON-friendly hints such as str, int, float, bool, list[str], Literal[...]"
+        ) from exc
+    return model, field_to_param
+
+
+def _unsafe_field_name(name: str) -> bool:
+    return name.startswith(("_", "model_")) or hasattr(BaseModel, name)
+
+
+def _has_own_description(hint: Any) -> bool:
+    """``Annotated[int, Field(description=...)]`` wins over the docstring."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return False
+    return any(
+        isinstance(meta, FieldInfo) and meta.description for meta in typing.get_args(hint)[1:]
+    )
+
+
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Keyword Args)\s*:\s*$")
+_OTHER_SECTION = re.compile(
+    r"^\s*(Returns?|Yields?|Raises|Examples?|Notes?|See Also|Attributes|Warnings?)\s*:\s*$"
+)
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+
+
+def _parse_docstring(docstring: str) -> tuple[str, dict[str, str]]:
+    """Return the first paragraph (one line) and each documented parameter's description."""
+    lines = docstring.splitlines()
+    summary_lines: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or _SECTION.match(line) or _OTHER_SECTION.match(line):
+            break
+        if stripped.startswith(":"):  # a Sphinx field list starts the body
+            break
+        summary_lines.append(stripped)
+    summary = " ".join(summary_lines)
+
+    params: dict[str, str] = {}
+    _google_params(lines, params)
+    _sphinx_params(lines, params)
+    return summary, params
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _google_params(lines: list[str], params: dict[str, str]) -> None:
+    current: str | None = None
+    in_section = False
+    header_indent = entry_indent = 0
+    for line in lines:
+        if _SECTION.match(line):
+            in_section, current = True, None
+            header_indent, entry_indent = _indent(line), -1
+            continue
+        if not in_section:
+            continue
+        if not line.strip():
+            continue
+        indent = _indent(line)
+        if indent <= header_indent:  # the next section (or prose) ends this one
+            in_section, current = False, None
+            continue
+        if entry_indent < 0:
+            entry_indent = indent
+        entry = _GOOGLE_ENTRY.match(line.strip()) if indent == entry_indent else None
+        if entry:
+            current = entry.group(1)
+            params[current] = entry.group(2).strip()
+        elif current is not None:
+            params[current] = f"{params[current]} {line.strip()}".strip()
+
+
+def _sphinx_params(lines: list[str], params: dict[str, str]) -> None:
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        match = _SPHINX_PARAM.match(stripped)
+        if match:
+            current = match.group(1)
+            params[current] = match.group(2).strip()
+        elif not stripped or stripped.startswith(":"):
+            current = None
+        elif current is not None:
+            params[current] = f"{params[current]} {stripped}".strip()
+
+
+def _to_result(produced: Any) -> ToolResult | str:
+    """str and ToolResult as is; a DataFrame as a preview + artifact; anything else as JSON."""
+    if isinstance(produced, ToolResult | str):
+        return produced
+    pandas = sys.modules.get("pandas")  # a DataFrame implies pandas is already imported
+    if pandas is not None and isinstance(produced, pandas.DataFrame):
+        return ToolResult(content=_frame_preview(produced), artifact=produced)
+    try:
+        text = json.dumps(produced, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):  # circular structures, non-string dict keys
+        text = str(produced)
+    if len(text) > _MAX_RESULT_CHARS:
+        text = text[: _MAX_RESULT_CHARS - 1] + "…"
+    return text
+
+
+def _frame_preview(frame: Any) -> str:
+    """A compact CSV head the model can read; the full frame stays local as the artifact.
+
+    Whole rows only (a cut row reads as bad data), at most ``_PREVIEW_ROWS`` of them, and the
+    whole text, count line included, within ``_PREVIEW_CHARS``.
+    """
+    rows, columns = frame.shape
+    csv_lines = frame.head(_PREVIEW_ROWS).to_csv(index=not _is_default_index(frame)).splitlines()
+    budget = _PREVIEW_CHARS - 80  # room for the count line
+    header = csv_lines[0] if csv_lines else ""
+    if len(header) > budget:  # absurdly wide frames: cut the header rather than overflow
+        header = header[: budget - 1] + "…"
+    budget -= len(header) + 1
+    shown: list[str] = []
+    for line in csv_lines[1:]:
+        if len(line) + 1 > budget:
+            break
+        shown.append(line)
+        budget -= len(line) + 1
+    note = f"{rows} row{'' if rows == 1 else 's'}, {columns} column{'' if columns == 1 else 's'}"
+    if len(shown) < rows:
+        note += f"; showing the first {len(shown)}"
+    return "\n".join([note, header, *shown])
+
+
+def _is_default_index(frame: Any) -> bool:
+    index = frame.index
+    return (
+        type(index).__name__ == "RangeIndex"
+        and index.start == 0
+        and index.step == 1
+        and index.name is None
+    )

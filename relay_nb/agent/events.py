@@ -1,0 +1,116 @@
+"""The events a turn emits, exactly as DESIGN.md §6 lists them.
+
+Each event is a small pydantic model with a ``type`` literal, so a stream of them can be
+serialised (SSE, a notebook's saved output) and parsed back through the ``Event`` union
+without guessing which kind a dict is.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from relay_nb.runtime.types import Usage
+
+__all__ = [
+    "ContextResolvedEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "Event",
+    "EventAdapter",
+    "TextDeltaEvent",
+    "ThinkingEvent",
+    "ToolAwaitingApprovalEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "UsageEvent",
+]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ThinkingEvent(_Event):
+    """A phase change (``resolving_context``, ``calling_model``, ``retrying``)."""
+
+    type: Literal["thinking"] = "thinking"
+    step: str
+    detail: str | None = None
+
+
+class ContextResolvedEvent(_Event):
+    type: Literal["context_resolved"] = "context_resolved"
+    sources: list[str] = Field(default_factory=list)
+    token_estimate: int = 0
+
+
+class ToolCallEvent(_Event):
+    """The model asked for a tool; ``tool_call_id`` is the model's own call id."""
+
+    type: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolAwaitingApprovalEvent(_Event):
+    type: Literal["tool_awaiting_approval"] = "tool_awaiting_approval"
+    tool_call_id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultEvent(_Event):
+    """What went back to the model for a call (the artifact stays in the TurnResult)."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+
+
+class TextDeltaEvent(_Event):
+    type: Literal["text_delta"] = "text_delta"
+    delta: str
+
+
+class UsageEvent(_Event):
+    """One model call's priced usage."""
+
+    type: Literal["usage"] = "usage"
+    usage: Usage
+    model: str
+
+
+class DoneEvent(_Event):
+    """The turn finished; ``usage`` is the whole turn's priced total."""
+
+    type: Literal["done"] = "done"
+    usage: Usage
+    finish_reason: str
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    message: str
+    code: str | None = None
+
+
+Event = Annotated[
+    ThinkingEvent
+    | ContextResolvedEvent
+    | ToolCallEvent
+    | ToolAwaitingApprovalEvent
+    | ToolResultEvent
+    | TextDeltaEvent
+    | UsageEvent
+    | DoneEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+
+EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+"""Parses a dict (e.g. a saved event) back into the right event model."""
