@@ -11,6 +11,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_nb.runtime.types import estimate_tokens
+
 __all__ = [
     "ContextItem",
     "ContextRequest",
@@ -20,11 +22,6 @@ __all__ = [
     "SourceStats",
     "estimate_tokens",
 ]
-
-
-def estimate_tokens(text: str) -> int:
-    """chars/4 rounded up: the documented estimate when no provider count is asked for."""
-    return -(-len(text) // 4)
 
 
 class ContextRequest(BaseModel):

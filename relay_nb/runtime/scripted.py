@@ -31,6 +31,7 @@ from relay_nb.runtime.types import (
     InvocationResult,
     ToolCall,
     Usage,
+    estimate_tokens,
 )
 
 __all__ = ["MAX_SCRIPTED_BATCH", "ScriptStep", "ScriptedRuntime", "estimate_tokens"]
@@ -38,11 +39,6 @@ __all__ = ["MAX_SCRIPTED_BATCH", "ScriptStep", "ScriptedRuntime", "estimate_toke
 MAX_SCRIPTED_BATCH = 100
 
 ScriptStep = InvocationResult | dict[str, Any] | Callable[[InvocationRequest], Any]
-
-
-def estimate_tokens(text: str) -> int:
-    """chars/4, rounded up: the documented fallback when no provider count exists."""
-    return -(-len(text) // 4)
 
 
 class _ScriptedToolCall(BaseModel):

@@ -28,9 +28,16 @@ __all__ = [
     "ToolResultPart",
     "ToolSpec",
     "Usage",
+    "estimate_tokens",
 ]
 
 _TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+def estimate_tokens(text: str) -> int:
+    """chars/4 rounded up: the one estimate every relay_nb count falls back to when no
+    provider count is at hand (scripted usage, schema rendering, context budgets)."""
+    return -(-len(text) // 4)
 
 
 class _Model(BaseModel):

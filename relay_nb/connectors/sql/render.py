@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, ForeignKey, TableInfo
+from relay_nb.runtime.types import estimate_tokens
 
 __all__ = [
     "LEGEND",
@@ -61,11 +62,6 @@ class RenderedSchema(BaseModel):
     """Qualified names of the tables left out for the budget, most relevant first."""
     token_estimate: int
     """``ceil(len(text) / 4)``: an estimate, not a provider count."""
-
-
-def estimate_tokens(text: str) -> int:
-    """chars/4 rounded up: the estimate every relay_nb budget uses when no counter is at hand."""
-    return math.ceil(len(text) / 4)
 
 
 # -- rendering --------------------------------------------------------------------------------
