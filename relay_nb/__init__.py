@@ -49,6 +49,15 @@ _EXPORTS: dict[str, str] = {
     "ConnectorError": "relay_nb.errors",
     "UnsafeQueryError": "relay_nb.errors",
     "QueryExecutionError": "relay_nb.errors",
+    # agent
+    "Session": "relay_nb.agent.session",
+    "Skill": "relay_nb.agent.skills",
+    "TurnResult": "relay_nb.agent.loop",
+    "run_turn": "relay_nb.agent.loop",
+    "UsageCaps": "relay_nb.agent.caps",
+    "ApprovalRequest": "relay_nb.agent.approval",
+    "PriceTable": "relay_nb.agent.pricing",
+    "UsageLedger": "relay_nb.agent.ledger",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -68,6 +77,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the real names
+    from relay_nb.agent.approval import ApprovalRequest
+    from relay_nb.agent.caps import UsageCaps
+    from relay_nb.agent.ledger import UsageLedger
+    from relay_nb.agent.loop import TurnResult, run_turn
+    from relay_nb.agent.pricing import PriceTable
+    from relay_nb.agent.session import Session
+    from relay_nb.agent.skills import Skill
     from relay_nb.connectors.sql.connector import SQLConnector
     from relay_nb.connectors.sql.results import QueryResult
     from relay_nb.errors import (

@@ -1,14 +1,16 @@
 """The agent loop layer: loop, sessions, skills, pricing, usage ledger.
 
-What exists: ``run_turn`` (the loop: context, model calls, concurrent tool calls, events,
-retries with backoff, priced usage, ledger rows), skills and tier routing, a dated price
-table with ``price_usage``, and the append-only usage ledger. Sessions, approval, usage caps,
-history compaction and ``ask_many`` are still to come. SQLAlchemy and pandas load only when
-the ledger is first used.
+``run_turn`` is one question's loop (context, model calls, concurrent tool calls with
+approval and cancellation, events, retries, usage caps, priced usage, ledger rows, the
+``next_step`` adapter for single-tool runtimes). ``Session`` wraps it with skills, tier
+routing, history (results by reference, compaction), session caps and ``ask_many``.
+SQLAlchemy and pandas load only when the ledger is first used.
 """
 
 from __future__ import annotations
 
+from relay_nb.agent.approval import ApprovalRequest, Approver, approve_all, deny_all
+from relay_nb.agent.caps import UsageCaps, UsageLimit
 from relay_nb.agent.events import (
     ContextResolvedEvent,
     DoneEvent,
@@ -22,12 +24,26 @@ from relay_nb.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
+from relay_nb.agent.history import History
 from relay_nb.agent.ledger import LedgerRow, UsageLedger, default_ledger_path
-from relay_nb.agent.loop import FinishReason, ToolOutcome, TurnResult, run_turn
+from relay_nb.agent.loop import FinishReason, TurnResult, run_turn
 from relay_nb.agent.pricing import ModelPrice, PriceTable, price_usage
+from relay_nb.agent.routing import ModelRouter, resolve_default_model
+from relay_nb.agent.session import Session
 from relay_nb.agent.skills import TIER_MODELS, TIERS, Skill, SkillRegistry, Tier, route
+from relay_nb.agent.tool_calls import ToolOutcome
 
 __all__ = [
+    "ApprovalRequest",
+    "Approver",
+    "History",
+    "ModelRouter",
+    "Session",
+    "UsageCaps",
+    "UsageLimit",
+    "approve_all",
+    "deny_all",
+    "resolve_default_model",
     "ContextResolvedEvent",
     "DoneEvent",
     "ErrorEvent",

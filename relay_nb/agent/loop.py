@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -24,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_nb.agent.approval import Approver
+from relay_nb.agent.caps import UsageCaps, UsageLimit, plan_call
 from relay_nb.agent.events import (
     ContextResolvedEvent,
     DoneEvent,
@@ -36,8 +39,11 @@ from relay_nb.agent.events import (
     UsageEvent,
 )
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
+from relay_nb.agent.next_step import NEXT_STEP, decode_next_step, next_step_spec
 from relay_nb.agent.pricing import PriceTable, price_usage
-from relay_nb.context import ContextRequest, ContextResolver, allocate_budget, render_context
+from relay_nb.agent.prompt import assemble_system_prompt
+from relay_nb.agent.tool_calls import ToolOutcome, execute_calls
+from relay_nb.context import ContextRequest, ContextResolver, allocate_budget
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
@@ -49,8 +55,9 @@ from relay_nb.runtime.types import (
     ToolChoice,
     ToolSpec,
     Usage,
+    estimate_tokens,
 )
-from relay_nb.tools import Tool, ToolResult
+from relay_nb.tools import Tool
 
 __all__ = ["FinishReason", "ToolOutcome", "TurnResult", "run_turn"]
 
@@ -61,21 +68,6 @@ MAX_RETRY_WAIT_S = 30.0
 """A provider asking for a longer pause is better answered by failing than by a frozen cell."""
 
 
-class ToolOutcome(BaseModel):
-    """One executed tool call: what the model saw (``content``) and what stays local."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    tool_call_id: str
-    name: str
-    input: dict[str, Any] = Field(default_factory=dict)
-    content: str
-    is_error: bool = False
-    artifact: Any = None
-    """E.g. a QueryResult with the full DataFrame; never sent to the model."""
-    elapsed_ms: float = 0.0
-
-
 class TurnResult(BaseModel):
     """Everything a turn produced; ``usage`` is the priced sum over all model calls."""
 
@@ -83,6 +75,8 @@ class TurnResult(BaseModel):
 
     answer: str
     finish_reason: FinishReason
+    question: str = ""
+    turn_id: str = ""
     events: list[Event] = Field(default_factory=list)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_results: list[ToolOutcome] = Field(default_factory=list)
@@ -95,17 +89,39 @@ class TurnResult(BaseModel):
 
     @property
     def artifacts(self) -> list[Any]:
-        """The non-empty tool artifacts, in call order (e.g. result DataFrames)."""
+        """The non-empty tool artifacts, in call order (e.g. QueryResults)."""
         return [r.artifact for r in self.tool_results if r.artifact is not None]
+
+    @property
+    def frames(self) -> list[Any]:
+        """Every result DataFrame the turn's tools produced, in call order."""
+        return [a.df for a in self.artifacts if getattr(a, "df", None) is not None]
+
+    @property
+    def df(self) -> Any:
+        """The last result DataFrame (usually the one the answer is about), or None."""
+        frames = self.frames
+        return frames[-1] if frames else None
+
+    @property
+    def queries(self) -> list[str]:
+        """The SQL (or query) each successful data tool call actually executed."""
+        return [a.executed_sql for a in self.artifacts if getattr(a, "executed_sql", None)]
 
 
 class _Stop(Exception):
-    """Internal: ends the step loop with a finish reason (error or cancel)."""
+    """Internal: ends the step loop with a finish reason (error, cancel or usage cap)."""
 
-    def __init__(self, reason: FinishReason, error: InvocationError | None = None) -> None:
+    def __init__(
+        self,
+        reason: FinishReason,
+        error: InvocationError | None = None,
+        detail: str | None = None,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.error = error
+        self.detail = detail
 
 
 class _Turn:
@@ -125,10 +141,19 @@ class _Turn:
         retry_base_s: float,
         max_output_tokens: int,
         abort: AbortSignal | None,
+        approver: Approver | None,
+        limits: Sequence[UsageLimit],
+        batch: bool,
+        notebook: str | None,
     ) -> None:
         self.runtime = runtime
         self.tools = _index_tools(tools)
         self.specs = [ToolSpec(**tool.spec()) for tool in tools]
+        caps = runtime.capabilities()
+        self.single_tool = bool(self.specs) and caps.single_forced_tool_only
+        """Drive the runtime through the ``next_step`` adapter (see next_step.py)."""
+        self.next_step = next_step_spec(self.specs) if self.single_tool else None
+        self.streaming = caps.streaming
         self.prices = prices
         self.ledger = ledger
         self.session_id = session_id
@@ -138,7 +163,10 @@ class _Turn:
         self.retry_base_s = retry_base_s
         self.max_output_tokens = max_output_tokens
         self.abort = abort
-        self.streaming = runtime.capabilities().streaming
+        self.approver = approver
+        self.limits = [limit for limit in limits if limit.caps.active]
+        self.batch = batch
+        self.notebook = notebook
         self.events: list[Event] = []
         self.tool_calls: list[ToolCall] = []
         self.outcomes: list[ToolOutcome] = []
@@ -162,12 +190,34 @@ class _Turn:
     # -- model calls -------------------------------------------------------------------------
 
     def request(self, messages: list[Message]) -> InvocationRequest:
-        return InvocationRequest(
+        """The next request, its output room already fitted to the usage caps."""
+        if self.next_step is not None:
+            tools, choice = [self.next_step], ToolChoice.tool(NEXT_STEP)
+        else:
+            tools, choice = self.specs, ToolChoice.auto() if self.specs else None
+        request = InvocationRequest(
             messages=messages,
-            tools=self.specs,
-            tool_choice=ToolChoice.auto() if self.specs else None,
+            tools=tools,
+            tool_choice=choice,
             max_output_tokens=self.max_output_tokens,
         )
+        if not self.limits:
+            return request
+        if self.prices is None:
+            self.prices = PriceTable.load()
+        model = self.model or getattr(self.runtime, "model", "") or ""
+        plan = plan_call(
+            self.limits,
+            self.usage,
+            prompt_tokens=_request_tokens(request),
+            max_output_tokens=self.max_output_tokens,
+            price=self.prices.price_for(model) if model else None,
+        )
+        if plan.stop_reason is not None:
+            raise _Stop("usage_cap", detail=plan.stop_reason)
+        if plan.max_output_tokens == self.max_output_tokens:
+            return request
+        return request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
 
     async def invoke(self, request: InvocationRequest) -> InvocationResult:
         """Invoke with bounded exponential backoff on retryable errors.
@@ -175,7 +225,7 @@ class _Turn:
         Every wait is announced as ``thinking(step="retrying")`` so a user watching a slow
         cell knows it is a rate limit, not a hang.
         """
-        on_text = self._on_text if self.streaming else None
+        on_text = self._on_text if self.streaming and self.next_step is None else None
         for attempt in range(self.max_retries + 1):
             self._check_abort()
             try:
@@ -220,7 +270,7 @@ class _Turn:
         """Price the call, emit ``usage``, add it to the turn total and the ledger."""
         if self.prices is None:
             self.prices = PriceTable.load()
-        priced, warnings = price_usage(result.usage, result.model, self.prices)
+        priced, warnings = price_usage(result.usage, result.model, self.prices, batch=self.batch)
         for message in [*result.warnings, *warnings]:
             self.warn(message)
         self.model = result.model
@@ -234,7 +284,12 @@ class _Turn:
             return
         try:
             row = LedgerRow.from_result(
-                result, session_id=self.session_id, turn_id=self.turn_id, step=step, usage=priced
+                result,
+                session_id=self.session_id,
+                turn_id=self.turn_id,
+                step=step,
+                notebook=self.notebook,
+                usage=priced,
             )
             self.ledger.append(row)
         except Exception as exc:
@@ -242,64 +297,92 @@ class _Turn:
 
     # -- tools -------------------------------------------------------------------------------
 
-    async def run_tools(self, calls: list[ToolCall]) -> list[ToolOutcome]:
-        """Run one step's calls concurrently; results come back in the model's call order."""
+    def decode(
+        self, result: InvocationResult
+    ) -> tuple[str | None, list[ToolCall], list[ToolOutcome]]:
+        """``(answer, calls to run, problems)`` from a model reply.
+
+        With native tools: an answer when there are no calls. Through ``next_step``: the
+        decoded answer or call; a malformed ``next_step`` becomes a problem reported back to
+        the model as a tool error on the model's own call id.
+        """
+        if self.next_step is None:
+            return (
+                (result.output_text, [], [])
+                if not result.tool_calls
+                else (None, result.tool_calls, [])
+            )
+        names = list(self.tools)
+        calls, problems = [], []
+        for raw in result.tool_calls:
+            decoded = decode_next_step(raw, names)
+            if decoded.answer is not None and len(result.tool_calls) == 1:
+                return decoded.answer, [], []
+            if decoded.call is not None:
+                calls.append(decoded.call)
+            else:
+                problem = decoded.problem or "answer through next_step alone"
+                problems.append(
+                    ToolOutcome(
+                        tool_call_id=raw.id,
+                        name=NEXT_STEP,
+                        input=raw.input,
+                        content=f"invalid next_step: {problem}",
+                        is_error=True,
+                    )
+                )
+        if not calls and not problems:
+            return result.output_text, [], []
+        return None, calls, problems
+
+    async def run_tools(self, calls: list[ToolCall]) -> tuple[list[ToolOutcome], bool]:
+        """Run one step's calls (see tool_calls.py); results come back in call order."""
         for call in calls:
             self.tool_calls.append(call)
             self.emit(ToolCallEvent(tool_call_id=call.id, name=call.name, input=call.input))
-        outcomes = await asyncio.gather(*(self._run_one(call) for call in calls))
+        outcomes, cancelled = await execute_calls(
+            calls, self.tools, approver=self.approver, abort=self.abort, emit=self.emit
+        )
         for outcome in outcomes:
-            self.outcomes.append(outcome)
-            self.emit(
-                ToolResultEvent(
-                    tool_call_id=outcome.tool_call_id,
-                    name=outcome.name,
-                    output=outcome.content,
-                    is_error=outcome.is_error,
-                )
-            )
-        return list(outcomes)
+            self.report(outcome)
+        return outcomes, cancelled
 
-    async def _run_one(self, call: ToolCall) -> ToolOutcome:
-        tool = self.tools.get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(self.tools)) or "none"
-            result = ToolResult(
-                content=f"unknown tool {call.name!r}; available tools: {known}", is_error=True
+    def report(self, outcome: ToolOutcome) -> None:
+        self.outcomes.append(outcome)
+        self.emit(
+            ToolResultEvent(
+                tool_call_id=outcome.tool_call_id,
+                name=outcome.name,
+                output=outcome.content,
+                is_error=outcome.is_error,
             )
-        else:
-            try:
-                result = await tool.run(call.input)
-            except Exception as exc:  # Tool.run already catches; a custom tool might not
-                result = ToolResult(
-                    content=f"{call.name} failed: {type(exc).__name__}", is_error=True
-                )
-        return ToolOutcome(
-            tool_call_id=call.id,
-            name=call.name,
-            input=call.input,
-            content=result.content,
-            is_error=result.is_error,
-            artifact=result.artifact,
-            elapsed_ms=result.elapsed_ms,
         )
 
     # -- ending ------------------------------------------------------------------------------
 
     def finish(
-        self, answer: str, reason: FinishReason, steps: int, messages: list[Message]
+        self, question: str, answer: str, reason: FinishReason, steps: int, messages: list[Message]
     ) -> TurnResult:
-        usage = self.usage if self.usage is not None else Usage()
+        # no model call: nothing spent, and that is known
+        usage = (
+            self.usage
+            if self.usage is not None
+            else Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
+        )
         self.emit(DoneEvent(usage=usage, finish_reason=reason))
         return TurnResult(
             answer=answer,
             finish_reason=reason,
+            question=question,
+            turn_id=self.turn_id,
             events=self.events,
             tool_calls=self.tool_calls,
             tool_results=self.outcomes,
             usage=usage,
             steps=steps,
-            model=self.model or getattr(self.runtime, "id", ""),
+            model=self.model
+            or getattr(self.runtime, "model", "")
+            or getattr(self.runtime, "id", ""),
             warnings=self.warnings,
             messages=messages,
         )
@@ -311,16 +394,27 @@ def _index_tools(tools: Sequence[Tool]) -> dict[str, Tool]:
     for tool in tools:
         if tool.name in index:
             raise ConfigurationError(f"two tools are named {tool.name!r}; tool names must differ")
+        if tool.name == NEXT_STEP:
+            raise ConfigurationError(f"the tool name {NEXT_STEP!r} is reserved by relay_nb")
         index[tool.name] = tool
     return index
 
 
-def _check_runtime(runtime: ModelRuntime, tools: Sequence[Tool]) -> None:
-    if tools and runtime.capabilities().single_forced_tool_only:
-        raise ConfigurationError(
-            f"this runtime ({getattr(runtime, 'id', runtime)!r}) cannot choose tools; the "
-            "agent loop's next_step adapter arrives with issue 5"
-        )
+def _request_tokens(request: InvocationRequest) -> int:
+    """chars/4 over everything the request sends: messages, tool declarations."""
+    text = "".join(
+        json.dumps(m.model_dump(mode="json"), ensure_ascii=False) for m in request.messages
+    )
+    text += "".join(
+        json.dumps(t.model_dump(mode="json"), ensure_ascii=False) for t in request.tools
+    )
+    return estimate_tokens(text)
+
+
+def _in_conversation(messages: list[Message], outcomes: Sequence[ToolOutcome]) -> None:
+    messages += [
+        Message.tool_result(o.tool_call_id, o.content, is_error=o.is_error) for o in outcomes
+    ]
 
 
 async def _system_prompt(
@@ -329,8 +423,9 @@ async def _system_prompt(
     system_prompt: str,
     resolver: ContextResolver | None,
     context_window: int,
+    connector_ids: Sequence[str],
 ) -> str:
-    """The base prompt plus the resolved ``# Context`` section, within the context budget."""
+    """The base prompt plus the resolved context (see prompt.py), within the context budget."""
     budget = allocate_budget(context_window)
     if resolver is None:
         return system_prompt
@@ -339,16 +434,14 @@ async def _system_prompt(
         question=question,
         session_id=turn.session_id,
         turn_id=turn.turn_id,
+        connector_ids=tuple(connector_ids),
         budget=budget.context,
     )
     resolved = await resolver.resolve(request)
     turn.emit(
         ContextResolvedEvent(sources=resolved.sources, token_estimate=resolved.token_estimate)
     )
-    rendered = render_context(resolved.kept)
-    if not rendered:
-        return system_prompt
-    return f"{system_prompt}\n\n{rendered}" if system_prompt else rendered
+    return assemble_system_prompt(system_prompt, resolved.kept)
 
 
 async def run_turn(
@@ -359,27 +452,38 @@ async def run_turn(
     system_prompt: str = "",
     history: Sequence[Message] = (),
     resolver: ContextResolver | None = None,
+    connector_ids: Sequence[str] = (),
     context_window: int = 200_000,
     max_steps: int = 8,
     prices: PriceTable | None = None,
     ledger: UsageLedger | None = None,
     session_id: str = "",
     turn_id: str | None = None,
+    notebook: str | None = None,
     on_event: Callable[[Event], None] | None = None,
     max_retries: int = 3,
     retry_base_s: float = 0.5,
     max_output_tokens: int = 4096,
     abort: AbortSignal | None = None,
+    approver: Approver | None = None,
+    caps: UsageCaps | None = None,
+    limits: Sequence[UsageLimit] = (),
+    batch: bool = False,
 ) -> TurnResult:
     """Answer ``question`` with ``runtime``, letting it call ``tools`` for up to ``max_steps``.
 
     Always ends with exactly one ``done`` event (after an ``error`` event when a model call
     failed for good). Cancelling the task propagates ``CancelledError``; firing ``abort``
-    instead ends the turn with ``finish_reason="cancelled"``.
+    instead ends the turn with ``finish_reason="cancelled"`` and a conversation in which every
+    tool call has a result. ``caps`` limits this turn; ``limits`` carries further caps with
+    what was already spent against them (a session's). ``batch=True`` prices calls at the
+    Message Batches discount (the caller routes them through a batch).
     """
     if max_steps < 1:
         raise ConfigurationError(f"max_steps must be at least 1, got {max_steps}")
-    _check_runtime(runtime, tools)
+    all_limits = [*limits]
+    if caps is not None:
+        all_limits.insert(0, UsageLimit(scope="turn", caps=caps))
     turn = _Turn(
         runtime=runtime,
         tools=tools,
@@ -392,28 +496,43 @@ async def run_turn(
         retry_base_s=retry_base_s,
         max_output_tokens=max_output_tokens,
         abort=abort,
+        approver=approver,
+        limits=all_limits,
+        batch=batch,
+        notebook=notebook,
     )
-    system = await _system_prompt(turn, question, system_prompt, resolver, context_window)
+    system = await _system_prompt(
+        turn, question, system_prompt, resolver, context_window, connector_ids
+    )
     head = [Message.system(system)] if system else []
     conversation = [*history, Message.user(question)]
     step = 0
     try:
         for step in range(1, max_steps + 1):
+            request = turn.request([*head, *conversation])
             turn.emit(ThinkingEvent(step="calling_model"))
-            result = await turn.invoke(turn.request([*head, *conversation]))
+            result = await turn.invoke(request)
             turn.account(result, step)
+            answer, calls, problems = turn.decode(result)
+            if answer is not None:
+                turn.last_text = answer
+                conversation.append(Message.assistant(answer))
+                return turn.finish(question, answer, "stop", step, conversation)
             if result.output_text:
                 turn.last_text = result.output_text
             conversation.append(Message.assistant(result.output_text, result.tool_calls))
-            if not result.tool_calls:
-                return turn.finish(result.output_text, "stop", step, conversation)
-            outcomes = await turn.run_tools(result.tool_calls)
-            conversation += [
-                Message.tool_result(o.tool_call_id, o.content, is_error=o.is_error)
-                for o in outcomes
-            ]
+            for problem in problems:
+                turn.report(problem)
+            outcomes, cancelled = await turn.run_tools(calls) if calls else ([], False)
+            by_id = {o.tool_call_id: o for o in [*problems, *outcomes]}
+            _in_conversation(conversation, [by_id[c.id] for c in result.tool_calls])
+            if cancelled:
+                raise _Stop("cancelled")
     except _Stop as stop:
         if stop.error is not None:
             turn.emit(ErrorEvent(message=stop.error.message, code=stop.error.code))
-        return turn.finish(turn.last_text, stop.reason, step, conversation)
-    return turn.finish(turn.last_text, "max_steps", step, conversation)
+        if stop.detail is not None:
+            turn.warn(f"stopped: {stop.detail}")
+            turn.emit(ThinkingEvent(step="usage_cap", detail=stop.detail))
+        return turn.finish(question, turn.last_text, stop.reason, step, conversation)
+    return turn.finish(question, turn.last_text, "max_steps", step, conversation)

@@ -27,12 +27,12 @@ HEADING = "# Context"
 _TAG_LIKE = re.compile(r"<(?P<slash>\s*/)?\s*(?P<name>context)", re.IGNORECASE)
 
 
-def render_context(items: Sequence[ContextItem]) -> str:
-    """``# Context`` and one ``<context source=...>`` block per item; ``""`` for no items."""
+def render_context(items: Sequence[ContextItem], *, heading: str = HEADING) -> str:
+    """``heading`` and one ``<context source=...>`` block per item; ``""`` for no items."""
     if not items:
         return ""
     blocks = "\n\n".join(_block(item) for item in items)
-    return f"{HEADING}\n\n{blocks}\n"
+    return f"{heading}\n\n{blocks}\n"
 
 
 def _block(item: ContextItem) -> str:

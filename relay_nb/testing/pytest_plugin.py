@@ -8,6 +8,7 @@ opts in with ``relay_nb.runtime.allow_model_requests("loopback")``.
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -18,6 +19,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # the environment variable reaches subprocesses too: notebook kernels, CLI runs
     os.environ["RELAY_MODEL_REQUESTS"] = "none"
     set_model_request_scope("none")
+    # a session's default usage ledger must never land in the developer's home directory
+    os.environ["RELAY_DATA_DIR"] = tempfile.mkdtemp(prefix="relay_nb_data_")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ so these tests check the loop's wiring, not stand-ins for it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,29 +18,14 @@ from relay_nb.agent.loop import TurnResult, run_turn
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.sql.results import QueryResult
 from relay_nb.context import ContextItem, ContextRequest, ContextResolver
-from relay_nb.errors import ConfigurationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.scripted import ScriptedRuntime
-from relay_nb.runtime.types import Capabilities, ToolResultPart
-from relay_nb.testing.seed import expected_rows, seed_database
+from relay_nb.runtime.types import ToolResultPart
+from relay_nb.testing.seed import expected_rows
 from relay_nb.tools import Tool
 
 N_CUSTOMERS = len(expected_rows("customers"))
 COUNT_SQL = "SELECT COUNT(*) AS n FROM customers"
-
-
-@pytest.fixture(scope="module")
-def shop_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("loop_shop") / "shop.sqlite"
-    seed_database(f"sqlite:///{path}")
-    return path
-
-
-@pytest.fixture
-def shop(shop_db: Path) -> Iterator[SQLConnector]:
-    connector = SQLConnector("shop", f"sqlite:///{shop_db}")
-    yield connector
-    connector.close()
 
 
 def types(result: TurnResult) -> list[str]:
@@ -321,13 +305,3 @@ async def test_abort_before_start_cancels_without_calling_the_model() -> None:
     result = await run_turn("q", runtime=runtime, abort=abort)
     assert result.finish_reason == "cancelled" and runtime.requests == []
     assert types(result) == ["thinking", "done"]
-
-
-async def test_single_forced_tool_runtime_is_refused_with_tools(shop: SQLConnector) -> None:
-    class Harness(ScriptedRuntime):
-        def capabilities(self) -> Capabilities:
-            return super().capabilities().model_copy(update={"single_forced_tool_only": True})
-
-    with pytest.raises(ConfigurationError, match="next_step adapter"):
-        await run_turn("q", runtime=Harness([]), tools=shop.tools())
-    assert (await run_turn("q", runtime=Harness([{"text": "ok"}]))).answer == "ok"

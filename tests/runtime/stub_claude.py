@@ -7,7 +7,8 @@ Output shapes follow the real CLI's result object (``type``/``subtype``/``is_err
 ``result``/``usage``/``total_cost_usd``/``modelUsage``/``structured_output``/
 ``api_error_status``). Every failure text carries ``SECRET`` so tests can prove no CLI
 output is copied into errors. ``echo-env`` answers with the value of the variable named by
-``STUB_CLAUDE_ECHO``. Standard library only: it must run under any Python 3.
+``STUB_CLAUDE_ECHO``; ``steps`` answers the n-th run with
+the n-th structured output of the JSON list in ``STUB_CLAUDE_STEPS``. Standard library only: it must run under any Python 3.
 """
 
 from __future__ import annotations
@@ -134,6 +135,15 @@ def main() -> None:
     schema_run = "--json-schema" in argv
     if scenario == "text":
         emit(result(structured_output={"answer": 42}) if schema_run else result())
+    elif scenario == "steps":  # structured outputs in turn from a JSON list, one per run
+        path = os.environ["STUB_CLAUDE_STEPS"]
+        with open(path, encoding="utf-8") as fh:
+            steps = json.load(fh)
+        counter = path + ".n"
+        done = int(open(counter).read()) if os.path.exists(counter) else 0
+        with open(counter, "w") as fh:
+            fh.write(str(done + 1))
+        emit(result(structured_output=steps[done]))
     elif scenario == "tool-in-result":
         emit(result(result='{"answer": 7}'))
     elif scenario == "tool-missing":

@@ -1,0 +1,457 @@
+"""``Session``: a conversation with connectors, skills, caps, history and a usage ledger.
+
+``run_turn`` answers one question; a session decides everything around it. Per question:
+which skills apply (tier → model through the router, their connectors → tools, their prompts
+→ the system prompt), what the conversation so far is (history with large results by
+reference, older turns compacted into a memory), what the session may still spend (per-turn
+and per-session caps), and where every model call is recorded (the ledger). The notebook
+facade (``Relay``, the ``%relay`` magic) is a thin layer over this class.
+
+Concurrency: questions asked through :meth:`ask_async` on one session run one at a time (a
+lock), since each builds on the previous one's history. :meth:`ask_many` runs *independent*
+questions concurrently; they neither read nor extend the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from relay_nb.agent.approval import Approver
+from relay_nb.agent.batching import BatchGate
+from relay_nb.agent.caps import UsageCaps, UsageLimit
+from relay_nb.agent.events import Event
+from relay_nb.agent.history import History, digest
+from relay_nb.agent.ledger import LedgerRow, UsageLedger
+from relay_nb.agent.loop import TurnResult, run_turn
+from relay_nb.agent.pricing import PriceTable, price_usage
+from relay_nb.agent.prompt import base_prompt
+from relay_nb.agent.routing import ModelRouter, ModelSetting
+from relay_nb.agent.skills import TIERS, Skill, SkillRegistry
+from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.connectors.base import Connector
+from relay_nb.context import (
+    ConnectorSchemaSource,
+    ContextResolver,
+    ContextSource,
+    RecentTurnsSource,
+    allocate_budget,
+)
+from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.runtime.abort import AbortSignal
+from relay_nb.runtime.base import ModelRuntime
+from relay_nb.runtime.types import Message, Usage
+from relay_nb.tools import Tool
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Session"]
+
+logger = logging.getLogger("relay_nb.agent")
+
+LedgerSetting = UsageLedger | str | Path | Literal[False] | None
+_MEMORY_WORDS = 250
+_NO_USAGE = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
+"""Zero, known: adding a turn with an unknown cost then makes the total unknown, as it is."""
+
+
+class Session:
+    """One analyst's conversation; see the module docstring.
+
+    ``ledger=None`` records to the default SQLite file (``default_ledger_path()``), a path
+    or URL records there, ``False`` records nothing. ``caps`` applies to every turn,
+    ``session_caps`` to the session's running total.
+    """
+
+    def __init__(
+        self,
+        model: ModelSetting = None,
+        *,
+        connectors: Iterable[Connector] = (),
+        tools: Iterable[Tool] = (),
+        skills: Iterable[Skill] = (),
+        sources: Iterable[ContextSource] = (),
+        routes: Mapping[str, str] | None = None,
+        caps: UsageCaps | None = None,
+        session_caps: UsageCaps | None = None,
+        approver: Approver | None = None,
+        ledger: LedgerSetting = None,
+        prices: PriceTable | None = None,
+        context_window: int = 200_000,
+        max_steps: int = 8,
+        max_output_tokens: int = 4096,
+        default_tier: str = "balanced",
+        inline_result_chars: int = 2000,
+        compact_with_model: bool = True,
+        notebook: str | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        if default_tier not in TIERS:
+            raise ConfigurationError(f"default_tier must be one of {TIERS}, got {default_tier!r}")
+        self.id = session_id or uuid.uuid4().hex
+        self.router = ModelRouter(model, routes=routes)
+        self.caps = caps or UsageCaps()
+        self.session_caps = session_caps or UsageCaps()
+        self.approver = approver
+        self.ledger = _ledger(ledger)
+        self.prices = prices
+        self.budget = allocate_budget(context_window)
+        self.max_steps = max_steps
+        self.max_output_tokens = max_output_tokens
+        self.default_tier = default_tier
+        self.notebook = notebook
+        self.connectors: dict[str, Connector] = {}
+        self.tools: dict[str, Tool] = {}
+        self.skills = SkillRegistry()
+        self.history = History(inline_chars=inline_result_chars)
+        self.turns: list[TurnResult] = []
+        self.usage = _NO_USAGE
+        """Everything the session spent: its turns, ask_many runs and compactions."""
+        self.compaction_usage = _NO_USAGE
+        self.compact_with_model = compact_with_model
+        self.resolver = ContextResolver(
+            [RecentTurnsSource((), memory=lambda: self.history.memory, max_turns=0, name="memory")]
+        )
+        self._lock: asyncio.Lock | None = None
+        for connector in connectors:
+            self.add_connector(connector)
+        for tool in tools:
+            self.add_tool(tool)
+        for skill in skills:
+            self.add_skill(skill)
+        for source in sources:
+            self.resolver.add(source)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Session {self.id[:8]} connectors={list(self.connectors)} "
+            f"skills={list(self.skills.names())} turns={len(self.turns)}>"
+        )
+
+    # -- registration --------------------------------------------------------------------------
+
+    def add_connector(self, connector: Connector) -> Connector:
+        """Register a connector: its tools become callable, its schema part of the prompt."""
+        if connector.id in self.connectors:
+            raise ConfigurationError(
+                f"a connector with id {connector.id!r} is already registered; remove it first"
+            )
+        for tool in connector.tools():
+            self._check_tool_name(tool.name)
+        self.connectors[connector.id] = connector
+        self.resolver.add(ConnectorSchemaSource(connector))
+        return connector
+
+    def remove_connector(self, connector_id: str, *, close: bool = True) -> None:
+        """Unregister (and by default close) a connector; skills that use it go too."""
+        connector = self.connectors.pop(connector_id, None)
+        if connector is None:
+            raise ConfigurationError(
+                f"no connector {connector_id!r}; registered: {sorted(self.connectors) or 'none'}"
+            )
+        self.resolver.remove(f"schema:{connector_id}")
+        for name in [
+            n for n in self.skills.names() if connector_id in self.skills.get(n).connectors
+        ]:
+            self.skills.remove(name)
+        if close:
+            connector.close()
+
+    def add_tool(self, tool: Tool | Callable[..., Any]) -> Tool:
+        """Register an extra tool (a ``Tool`` or a plain typed function)."""
+        if not isinstance(tool, Tool):
+            tool = Tool.from_function(tool)
+        self._check_tool_name(tool.name)
+        self.tools[tool.name] = tool
+        return tool
+
+    def add_skill(self, skill: Skill, *, replace: bool = False) -> Skill:
+        """Register a skill; unknown connector ids or tool names are refused now."""
+        return self.skills.register(
+            skill, known_connectors=self.connectors, known_tools=self.tools, replace=replace
+        )
+
+    def _check_tool_name(self, name: str) -> None:
+        taken = {t.name for c in self.connectors.values() for t in c.tools()} | set(self.tools)
+        if name in taken:
+            raise ConfigurationError(f"a tool named {name!r} is already registered")
+
+    # -- asking --------------------------------------------------------------------------------
+
+    def ask(self, question: str, **options: Any) -> TurnResult:
+        """Synchronous :meth:`ask_async` for scripts (no event loop running in this thread)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ask_async(question, **options))
+        raise ConfigurationError(
+            "Session.ask cannot block inside a running event loop; use "
+            "`await session.ask_async(...)` (in a notebook, the %relay magic handles this)"
+        )
+
+    async def ask_async(
+        self,
+        question: str,
+        *,
+        skills: str | Sequence[str] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        abort: AbortSignal | None = None,
+        caps: UsageCaps | None = None,
+        approver: Approver | None = None,
+    ) -> TurnResult:
+        """Answer ``question`` in the context of this conversation; extends the history."""
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigurationError("ask needs a non-empty question")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            result = await self._turn(
+                question,
+                skills=skills,
+                history=list(self.history.messages),
+                on_event=on_event,
+                abort=abort,
+                caps=caps,
+                approver=approver,
+            )
+            self._remember(result)
+            await self._compact_if_needed()
+            return result
+
+    async def stream(self, question: str, **options: Any) -> AsyncIterator[Event]:
+        """Events of one :meth:`ask_async` as an async iterator; ends after ``done``.
+
+        The finished ``TurnResult`` is ``session.turns[-1]``. Closing the iterator early
+        (``async with contextlib.aclosing(session.stream(q)) as events``, then ``break``)
+        cancels the turn, its running statements too, and leaves the history consistent.
+        """
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        abort = options.pop("abort", None) or AbortSignal()
+        task = asyncio.ensure_future(
+            self.ask_async(question, on_event=queue.put_nowait, abort=abort, **options)
+        )
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task  # surfaces a configuration error raised before any event
+        finally:
+            if not task.done():
+                abort.abort("stream closed")
+                with contextlib.suppress(Exception):
+                    await task
+
+    async def ask_many(
+        self,
+        questions: Sequence[str],
+        *,
+        concurrency: int = 4,
+        batch: bool = False,
+        skills: str | Sequence[str] | None = None,
+        caps: UsageCaps | None = None,
+        batch_timeout_s: float | None = None,
+    ) -> list[TurnResult]:
+        """Answer independent questions concurrently; results in question order.
+
+        ``batch=True`` sends the model calls through the runtime's physical batch (the
+        Message Batches API on Anthropic: half price, minutes to hours of latency) — for
+        offline evaluation runs. The history is neither read nor extended; usage is added
+        to the session total and the ledger.
+        """
+        if concurrency < 1:
+            raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+        questions = list(questions)
+        gate = None
+        if batch and questions:
+            runtime = self.router.runtime_for(self._plan(skills)[2])
+            gate = BatchGate(runtime, active=len(questions), timeout=batch_timeout_s)
+        limit = asyncio.Semaphore(len(questions) if gate is not None else concurrency)
+
+        async def one(question: str) -> TurnResult:
+            async with limit:
+                try:
+                    result = await self._turn(
+                        question,
+                        skills=skills,
+                        history=[],
+                        caps=caps,
+                        runtime=gate,
+                        batch=gate is not None,
+                    )
+                finally:
+                    if gate is not None:
+                        gate.leave()
+                self.usage = self.usage + result.usage
+                return result
+
+        return list(await asyncio.gather(*(one(q) for q in questions)))
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def results(self) -> dict[str, ToolOutcome]:
+        """Large tool results kept whole by reference (``r1``, ``r2`` …)."""
+        return self.history.results
+
+    def reset(self) -> None:
+        """Forget the conversation (history, memory, results); usage totals stay."""
+        self.history.clear()
+        self.turns.clear()
+
+    def usage_report(self, by: Sequence[str] = ("day", "model", "notebook")) -> pd.DataFrame:
+        """Calls, tokens and cost from the ledger, grouped by day/model/notebook."""
+        if self.ledger is None:
+            raise ConfigurationError("this session keeps no ledger (ledger=False)")
+        return self.ledger.report(by)
+
+    async def aclose(self) -> None:
+        """Close connectors, runtimes and the ledger."""
+        await self.resolver.aclose()
+        for connector in self.connectors.values():
+            connector.close()
+        for runtime in self.router.runtimes():
+            closer = getattr(runtime, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
+        if self.ledger is not None:
+            self.ledger.close()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _plan(self, skills: str | Sequence[str] | None) -> tuple[list[Skill], list[str], str, int]:
+        """``(active skills, connector ids, tier, max_steps)`` for one question.
+
+        No skills named: every registered skill is active (none registered: every
+        connector). Tier and max_steps are the most demanding among the active skills.
+        """
+        names = [skills] if isinstance(skills, str) else list(skills or self.skills.names())
+        active = [self.skills.get(name) for name in names]
+        if not active:
+            return [], list(self.connectors), self.default_tier, self.max_steps
+        connector_ids = list(dict.fromkeys(c for s in active for c in s.connectors))
+        tier = max((s.tier for s in active), key=TIERS.index)
+        return active, connector_ids, tier, max(s.max_steps for s in active)
+
+    def _tools_for(self, active: Sequence[Skill], connector_ids: Sequence[str]) -> list[Tool]:
+        tools = [t for cid in connector_ids for t in self.connectors[cid].tools()]
+        extra = (
+            list(dict.fromkeys(n for s in active for n in s.tools)) if active else list(self.tools)
+        )
+        return tools + [self.tools[name] for name in extra]
+
+    def _limits(self) -> list[UsageLimit]:
+        if not self.session_caps.active:
+            return []
+        return [
+            UsageLimit(
+                scope="session",
+                caps=self.session_caps,
+                spent_cost_usd=self.usage.cost_usd or 0.0,
+                spent_tokens=self.usage.total_tokens or 0,
+            )
+        ]
+
+    async def _turn(
+        self,
+        question: str,
+        *,
+        skills: str | Sequence[str] | None,
+        history: list[Message],
+        on_event: Callable[[Event], None] | None = None,
+        abort: AbortSignal | None = None,
+        caps: UsageCaps | None = None,
+        approver: Approver | None = None,
+        runtime: ModelRuntime | None = None,
+        batch: bool = False,
+    ) -> TurnResult:
+        active, connector_ids, tier, max_steps = self._plan(skills)
+        return await run_turn(
+            question,
+            runtime=runtime or self.router.runtime_for(tier),
+            tools=self._tools_for(active, connector_ids),
+            system_prompt=base_prompt(active),
+            history=history,
+            resolver=self.resolver,
+            connector_ids=connector_ids,
+            context_window=self.budget.context_window,
+            max_steps=max_steps,
+            prices=self.prices,
+            ledger=self.ledger,
+            session_id=self.id,
+            notebook=self.notebook,
+            on_event=on_event,
+            max_output_tokens=self.max_output_tokens,
+            abort=abort,
+            approver=approver or self.approver,
+            caps=caps or self.caps,
+            limits=self._limits(),
+            batch=batch,
+        )
+
+    def _remember(self, result: TurnResult) -> None:
+        before = len(self.history.messages)
+        self.history.add_turn(result.messages[before:], result.tool_results)
+        self.turns.append(result)
+        self.usage = self.usage + result.usage
+
+    async def _compact_if_needed(self) -> None:
+        """Fold the oldest turns into the memory once the history outgrows its budget.
+
+        Runs after a turn's ``done``, so its model call (if any) is not part of that turn:
+        its usage goes to the session total, :attr:`compaction_usage` and the ledger.
+        """
+        budget = self.budget.history
+        if self.history.tokens() <= budget:
+            return
+        older, _newer = self.history.split_for_compaction(budget)
+        if not older:
+            return
+        memory_tokens = max(64, budget // 4)
+        memory = await self._model_summary(older) if self.compact_with_model else None
+        if memory is None or len(memory) // 4 > memory_tokens:
+            memory = digest(older, self.history.memory, memory_tokens)
+        self.history.apply_compaction(older, memory)
+
+    async def _model_summary(self, older: Sequence[Message]) -> str | None:
+        """The model's notes on ``older`` (fast tier), or None (then the digest is used)."""
+        request = self.history.compaction_request(older, _MEMORY_WORDS)
+        turn_id = f"compaction-{uuid.uuid4().hex[:12]}"
+        try:
+            runtime = self.router.runtime_for("fast")
+            result = await runtime.invoke(request)
+        except (InvocationError, ConfigurationError) as exc:
+            logger.info("history compaction fell back to the digest: %s", exc)
+            return None
+        prices = self.prices or PriceTable.load()
+        priced, _warnings = price_usage(result.usage, result.model, prices)
+        self.usage = self.usage + priced
+        self.compaction_usage = self.compaction_usage + priced
+        if self.ledger is not None:
+            with contextlib.suppress(Exception):
+                self.ledger.append(
+                    LedgerRow.from_result(
+                        result,
+                        session_id=self.id,
+                        turn_id=turn_id,
+                        step=0,
+                        notebook=self.notebook,
+                        usage=priced,
+                    )
+                )
+        text = result.output_text.strip()
+        return text or None
+
+
+def _ledger(setting: LedgerSetting) -> UsageLedger | None:
+    if setting is False:
+        return None
+    if isinstance(setting, UsageLedger):
+        return setting
+    return UsageLedger(setting)

@@ -1,0 +1,171 @@
+"""Executing one step's tool calls: approval, concurrency, cancellation.
+
+The calls of one step are independent by construction (the model issued them together), so
+they run concurrently; results come back in the model's order. Calls that need approval are
+put to the approver first, one at a time and in order — a person answers one question at a
+time — and only the approved ones run.
+
+Cancellation is part of the contract: when the abort signal fires mid-step the running tool
+tasks are cancelled (a SQL tool cancels its statement and waits for the rollback) and every
+call still gets a result, so the conversation stays a valid call/result sequence and the next
+turn can go on from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from relay_nb.agent.approval import ApprovalRequest, Approver, ask_approver
+from relay_nb.agent.events import Event, ToolAwaitingApprovalEvent
+from relay_nb.runtime.abort import AbortSignal
+from relay_nb.runtime.types import ToolCall
+from relay_nb.tools import Tool, ToolResult
+
+__all__ = ["CANCELLED_RESULT", "ToolOutcome", "execute_calls"]
+
+CANCELLED_RESULT = "cancelled by the user before it finished"
+
+
+class ToolOutcome(BaseModel):
+    """One executed tool call: what the model saw (``content``) and what stays local."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    tool_call_id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    content: str
+    is_error: bool = False
+    artifact: Any = None
+    """E.g. a QueryResult with the full DataFrame; never sent to the model."""
+    elapsed_ms: float = 0.0
+
+
+async def execute_calls(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    *,
+    approver: Approver | None,
+    abort: AbortSignal | None,
+    emit: Callable[[Event], None],
+) -> tuple[list[ToolOutcome], bool]:
+    """Run ``calls``; returns the outcomes in call order and whether the abort signal fired."""
+    verdicts: dict[str, ToolResult] = {}
+    for call in calls:
+        tool = tools.get(call.name)
+        if tool is None or not tool.requires_approval:
+            continue
+        emit(ToolAwaitingApprovalEvent(tool_call_id=call.id, name=call.name, input=call.input))
+        request = ApprovalRequest(
+            tool_call_id=call.id, name=call.name, input=call.input, description=tool.description
+        )
+        decision = await _until_abort(ask_approver(approver, request), abort)
+        if decision is None:
+            return [_cancelled(c) for c in calls], True
+        approved, reason = decision
+        if not approved:
+            verdicts[call.id] = ToolResult(content=reason, is_error=True)
+    tasks = [
+        asyncio.ensure_future(_run_one(call, tools)) if call.id not in verdicts else None
+        for call in calls
+    ]
+    running = [task for task in tasks if task is not None]
+    cancelled = False
+    if running:
+        cancelled = await _wait_or_abort(running, abort)
+    outcomes = []
+    for call, task in zip(calls, tasks, strict=True):
+        if task is None:
+            outcomes.append(_outcome(call, verdicts[call.id]))
+        elif task.cancelled() or task.exception() is not None:
+            outcomes.append(_cancelled(call))
+        else:
+            outcomes.append(task.result())
+    return outcomes, cancelled
+
+
+async def _wait_or_abort(
+    tasks: list[asyncio.Future[ToolOutcome]], abort: AbortSignal | None
+) -> bool:
+    """Wait for every task; if ``abort`` fires first, cancel them and wait for their cleanup."""
+    if abort is None:
+        await asyncio.wait(tasks)
+        return False
+    watcher = asyncio.ensure_future(abort.wait())
+    try:
+        pending: set[asyncio.Future[Any]] = set(tasks)
+        while pending and not watcher.done():
+            _done, pending = await asyncio.wait(
+                {*pending, watcher}, return_when=asyncio.FIRST_COMPLETED
+            )
+            pending.discard(watcher)
+        if not abort.aborted:
+            return False
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)  # each tool's own cleanup (e.g. a DB rollback) finishes
+        return True
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+
+async def _until_abort(awaitable: Any, abort: AbortSignal | None) -> Any:
+    """``await awaitable``, or None when ``abort`` fires first (a pending approval dialog)."""
+    if abort is None:
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
+    watcher = asyncio.ensure_future(abort.wait())
+    await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    watcher.cancel()
+    if task.done() and not abort.aborted:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    return None
+
+
+async def _run_one(call: ToolCall, tools: Mapping[str, Tool]) -> ToolOutcome:
+    tool = tools.get(call.name)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        result = ToolResult(
+            content=f"unknown tool {call.name!r}; available tools: {known}", is_error=True
+        )
+    else:
+        try:
+            result = await tool.run(call.input)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # Tool.run already catches; a custom subclass might not
+            result = ToolResult(content=f"{call.name} failed: {type(exc).__name__}", is_error=True)
+    return _outcome(call, result)
+
+
+def _outcome(call: ToolCall, result: ToolResult) -> ToolOutcome:
+    return ToolOutcome(
+        tool_call_id=call.id,
+        name=call.name,
+        input=call.input,
+        content=result.content,
+        is_error=result.is_error,
+        artifact=result.artifact,
+        elapsed_ms=result.elapsed_ms,
+    )
+
+
+def _cancelled(call: ToolCall) -> ToolOutcome:
+    return ToolOutcome(
+        tool_call_id=call.id,
+        name=call.name,
+        input=call.input,
+        content=CANCELLED_RESULT,
+        is_error=True,
+    )
