@@ -1,9 +1,10 @@
 """``AnthropicRuntime``: one invocation is one Messages API request through the official SDK.
 
-This is the only module in the library that imports ``anthropic``, and it does so inside
-functions: the SDK (and httpx2 under it) costs a noticeable import time that a notebook using
-a scripted or CLI runtime should never pay. Any Anthropic-compatible server works through
-``base_url``.
+This module (with :mod:`relay_nb.runtime.anthropic_batch`, which holds ``invoke_batch``: one
+call, one Message Batch) is the only place in the library that imports ``anthropic``, and it
+does so inside functions: the SDK (and httpx2 under it) costs a noticeable import time that a
+notebook using a scripted or CLI runtime should never pay. Any Anthropic-compatible server
+works through ``base_url``.
 
 The runtime stays thin on purpose. It maps the portable request onto the wire format and the
 response back, and lets SDK exceptions escape: :meth:`BaseRuntime.invoke` turns them into
@@ -18,16 +19,18 @@ import asyncio
 import importlib
 import os
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay_nb.errors import InvocationError
 from relay_nb.redaction import register_secret
+from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import BaseRuntime, TextCallback, run_guarded
 from relay_nb.runtime.failures import classify_status
 from relay_nb.runtime.switch import check_model_request
 from relay_nb.runtime.types import (
+    BatchOutcome,
     Capabilities,
     InvocationRequest,
     InvocationResult,
@@ -45,15 +48,18 @@ if TYPE_CHECKING:
     from anthropic.lib.streaming import AsyncMessageStream
     from anthropic.types import Message as ApiMessage
 
-__all__ = ["DEFAULT_BASE_URL", "AnthropicRuntime"]
+__all__ = ["DEFAULT_BASE_URL", "MAX_BATCH_REQUESTS", "AnthropicRuntime"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+MAX_BATCH_REQUESTS = 100_000
+"""The Message Batches API's limit on requests in one batch."""
 _EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
-# Error types the API can send as an SSE ``error`` event after a 200 response has started.
-# The SDK raises those with the 200 status, which the status table would call an unexpected
-# failure; they are mapped to the status the API uses for the same error outside a stream.
-_STREAM_ERROR_STATUS: dict[str, int] = {
+# Error types the API can send as an SSE ``error`` event after a 200 response has started, or
+# as an ``errored`` Message Batch item. Neither comes with an HTTP status of its own (the SDK
+# raises a mid-stream error with the stream's 200), so each is mapped to the status the API
+# uses for the same error on a plain request, and classified from that.
+_ERROR_TYPE_STATUS: dict[str, int] = {
     "invalid_request_error": 400,
     "authentication_error": 401,
     "permission_error": 403,
@@ -74,7 +80,8 @@ _CAPABILITIES = Capabilities(
     usage=True,
     structured_tools_fidelity="native",
     output_token_limit_fidelity="native",
-    physical_batch=False,
+    physical_batch=True,  # invoke_batch: one call is one Message Batch
+    max_batch_size=MAX_BATCH_REQUESTS,
     token_counting=True,
 )
 
@@ -171,6 +178,16 @@ class AnthropicRuntime(BaseRuntime):
 
     provider = "anthropic"
 
+    # Message Batches polling (see relay_nb.runtime.anthropic_batch); tests set them small.
+    batch_poll_interval: float = 0.5
+    """Seconds before the first status poll; each later wait doubles, up to the cap."""
+    batch_poll_max_interval: float = 30.0
+    """The longest wait between two status polls."""
+    batch_poll_max_failures: int = 5
+    """Consecutive transient poll failures tolerated before the batch call gives up."""
+    batch_cancel_timeout: float = 10.0
+    """How long an aborted or timed-out batch call spends cancelling the batch (best effort)."""
+
     def __init__(
         self,
         model: str = "claude-sonnet-4-6",
@@ -219,6 +236,22 @@ class AnthropicRuntime(BaseRuntime):
             message = await _stream(client, params, on_text)
         latency_ms = (time.perf_counter() - started) * 1000
         return self._result(message, latency_ms)
+
+    async def invoke_batch(
+        self,
+        requests: Sequence[InvocationRequest],
+        *,
+        timeout: float | None = None,
+        abort: AbortSignal | None = None,
+    ) -> list[BatchOutcome]:
+        """Send ``requests`` as one Message Batch; one positional outcome per request.
+
+        The call returns when the batch has ended (which can take up to 24 hours), and raises
+        only when the batch as a whole failed. See :mod:`relay_nb.runtime.anthropic_batch`.
+        """
+        from relay_nb.runtime.anthropic_batch import invoke_batch
+
+        return await invoke_batch(self, requests, timeout=timeout, abort=abort)
 
     async def count_tokens(
         self, request: InvocationRequest, *, timeout: float | None = None
@@ -370,7 +403,7 @@ def _mid_stream_error(exc: Exception) -> InvocationError | None:
     error_type = getattr(exc, "type", None)
     if not isinstance(status, int) or status >= 400 or not isinstance(error_type, str):
         return None
-    mapped = _STREAM_ERROR_STATUS.get(error_type)
+    mapped = _ERROR_TYPE_STATUS.get(error_type)
     if mapped is None:
         return None
     code, retryable = classify_status(mapped)

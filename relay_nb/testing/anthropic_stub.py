@@ -14,11 +14,29 @@ request it received::
 
 A reply is one of :class:`MessageReply` (JSON, or SSE when the request asked for
 ``"stream": true``), :class:`ErrorReply`, :class:`DropConnection` or :class:`Delay`.
+
+The stub also serves the Message Batches API: ``POST /v1/messages/batches`` (create),
+``GET /v1/messages/batches/{id}`` (retrieve), ``GET /v1/messages/batches/{id}/results`` (the
+JSONL file the batch's ``results_url`` names, which points back at the stub) and
+``POST /v1/messages/batches/{id}/cancel``. A create takes one reply per item from the same
+queue, in item order: a :class:`MessageReply` is a ``succeeded`` item, an :class:`ErrorReply`
+an ``errored`` one with that error's type, an :class:`UnprocessedReply` a ``canceled`` or
+``expired`` item or one missing from the results. A batch reports ``in_progress`` for
+``batch_in_progress_polls`` retrieves, then ``ended``; its results come in reverse item
+order unless ``batch_results_order = "given"``, since the API promises no order. Batch
+requests are recorded in :attr:`AnthropicStub.requests` too (GETs with an empty body), and
+:meth:`AnthropicStub.enqueue_batch_faults` scripts failures of the batch calls themselves::
+
+    stub.batch_in_progress_polls = 2
+    stub.enqueue(MessageReply(text="ok"), ErrorReply(status=529))
+    outcomes = await runtime.invoke_batch([request_a, request_b])
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import datetime as dt
 import itertools
 import json
 import select
@@ -36,6 +54,7 @@ from typing import Any, Literal, Self, TypeAlias
 __all__ = [
     "STUB_MODEL",
     "AnthropicStub",
+    "BatchFault",
     "Delay",
     "DropConnection",
     "ErrorReply",
@@ -43,8 +62,10 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StreamFault",
+    "StubBatch",
     "TokenCountReply",
     "ToolUse",
+    "UnprocessedReply",
 ]
 
 STUB_MODEL = "claude-stub-served-1"
@@ -64,6 +85,7 @@ _ERROR_TYPES: dict[int, str] = {
     529: "overloaded_error",
 }
 _POLL_S = 0.02
+_BATCHES_PATH = "/v1/messages/batches"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,7 +200,115 @@ class TokenCountReply:
     input_tokens: int
 
 
-Reply: TypeAlias = MessageReply | ErrorReply | DropConnection | Delay | TokenCountReply
+@dataclass(frozen=True)
+class UnprocessedReply:
+    """A Message Batch item the batch never processed.
+
+    ``"canceled"`` and ``"expired"`` are reported as such in the results; ``"missing"`` leaves
+    the item out of the results file altogether, as a faulty server might. Outside a batch
+    this reply is answered with a 500 ``api_error``.
+    """
+
+    kind: Literal["canceled", "expired", "missing"] = "canceled"
+
+
+Reply: TypeAlias = (
+    MessageReply | ErrorReply | DropConnection | Delay | TokenCountReply | UnprocessedReply
+)
+
+BatchFault: TypeAlias = ErrorReply | DropConnection | Delay | None
+"""How one Message Batches call (create, retrieve, results, cancel) is answered.
+
+``None`` serves it normally, an :class:`ErrorReply` or :class:`DropConnection` replaces the
+answer, and a :class:`Delay` waits first (a client that hangs up meanwhile is counted in
+:attr:`AnthropicStub.abandoned`), then applies its ``then`` if that is an error or a drop and
+serves the call normally otherwise.
+"""
+
+
+@dataclass
+class StubBatch:
+    """One Message Batch as the stub holds it; :attr:`AnthropicStub.batches` gives copies."""
+
+    id: str
+    custom_ids: list[str]
+    results: list[dict[str, Any] | None]
+    """Each item's result object; ``None`` is an item left out of the results file."""
+    polls_left: int
+    created_at: str
+    expires_at: str
+    status: Literal["in_progress", "canceling", "ended"] = "in_progress"
+    polls: int = 0
+    """How many retrieves this batch has answered."""
+    cancel_initiated_at: str | None = None
+    ended_at: str | None = None
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_initiated_at is not None
+
+    def advance(self) -> None:
+        """One retrieve: ``in_progress`` while polls are left, then ``ended``."""
+        self.polls += 1
+        if self.status == "canceling":
+            self._end()
+        elif self.status == "in_progress":
+            if self.polls_left > 0:
+                self.polls_left -= 1
+            else:
+                self._end()
+
+    def cancel(self) -> None:
+        """Start cancelling: nothing has been processed yet, so every item ends canceled."""
+        if self.status == "in_progress":
+            self.status = "canceling"
+            self.cancel_initiated_at = _now()
+            self.results = [
+                {"type": "canceled"} if result is not None else None for result in self.results
+            ]
+
+    def _end(self) -> None:
+        self.status = "ended"
+        self.ended_at = _now()
+
+    def to_json(self, results_base_url: str) -> dict[str, Any]:
+        """The API's ``message_batch`` object."""
+        ended = self.status == "ended"
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        if ended:
+            for result in self.results:
+                if result is not None and result.get("type") in counts:
+                    counts[result["type"]] += 1
+        else:
+            counts["processing"] = len(self.results)
+        results_url = f"{results_base_url}{_BATCHES_PATH}/{self.id}/results" if ended else None
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": self.status,
+            "request_counts": counts,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "ended_at": self.ended_at,
+            "archived_at": None,
+            "cancel_initiated_at": self.cancel_initiated_at,
+            "results_url": results_url,
+        }
+
+    def results_jsonl(self, order: Literal["given", "reversed"]) -> bytes:
+        lines = [
+            json.dumps({"custom_id": key, "result": result}) + "\n"
+            for key, result in zip(self.custom_ids, self.results, strict=True)
+            if result is not None
+        ]
+        if order == "reversed":
+            lines.reverse()
+        return "".join(lines).encode()
+
+
+def _now(after: dt.timedelta = dt.timedelta()) -> str:
+    """An RFC 3339 UTC timestamp, as the API writes them."""
+    return (dt.datetime.now(dt.UTC) + after).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -202,6 +332,14 @@ class AnthropicStub:
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._replies: deque[Reply] = deque()
+        self._batch_faults: deque[BatchFault] = deque()
+        self._batches: dict[str, StubBatch] = {}
+        self.batch_in_progress_polls = 0
+        """How many retrieves a new batch answers ``in_progress`` before it has ``ended``."""
+        self.batch_results_order: Literal["given", "reversed"] = "reversed"
+        """The order of a batch's results file (the API promises none, so reversed by default)."""
+        self.results_base_url: str | None = None
+        """Where a batch's ``results_url`` points; ``None`` is the stub itself."""
         self._requests: list[RecordedRequest] = []
         self._abandoned = 0
         self._ids = itertools.count(1)
@@ -274,6 +412,19 @@ class AnthropicStub:
         with self._lock:
             self._replies.extend(replies)
 
+    def enqueue_batch_faults(self, *faults: BatchFault) -> None:
+        """Script the next Message Batches calls (create, retrieve, results or cancel, in the
+        order they arrive); each call consumes the oldest fault, and once none is left calls
+        are served normally. See :data:`BatchFault`."""
+        with self._lock:
+            self._batch_faults.extend(faults)
+
+    @property
+    def batches(self) -> dict[str, StubBatch]:
+        """A snapshot of every batch created so far, by id."""
+        with self._lock:
+            return {key: dataclasses.replace(batch) for key, batch in self._batches.items()}
+
     @property
     def pending(self) -> int:
         """How many scripted replies no request has consumed yet."""
@@ -310,6 +461,68 @@ class AnthropicStub:
             reply = self._replies.popleft() if self._replies else None
             self._lock.notify_all()
             return reply
+
+    def _record_batch_call(self, request: RecordedRequest) -> BatchFault:
+        """Record a Message Batches call; its scripted fault, if any (no reply is consumed)."""
+        with self._lock:
+            self._requests.append(request)
+            fault = self._batch_faults.popleft() if self._batch_faults else None
+            self._lock.notify_all()
+            return fault
+
+    def _answer_batch_call(
+        self, method: str, path: str, body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any] | bytes]:
+        """The status and JSON object (or JSONL bytes, for results) a batch call gets."""
+        parts = path[len(_BATCHES_PATH) :].strip("/").split("/")
+        not_served = 404, _error_body(404, f"the stub does not serve {method} {path}")
+        with self._lock:
+            if parts == [""]:
+                return self._create_batch(body) if method == "POST" else not_served
+            batch = self._batches.get(parts[0])
+            if batch is None:
+                return 404, _error_body(404, f"the stub has no batch {parts[0]!r}")
+            if method == "GET" and len(parts) == 1:
+                batch.advance()
+                return 200, batch.to_json(self.results_base_url or self.base_url)
+            if method == "GET" and parts[1:] == ["results"]:
+                if batch.status != "ended":
+                    return 400, _error_body(400, "the batch has not ended yet")
+                return 200, batch.results_jsonl(self.batch_results_order)
+            if method == "POST" and parts[1:] == ["cancel"]:
+                batch.cancel()
+                return 200, batch.to_json(self.results_base_url or self.base_url)
+        return not_served
+
+    def _create_batch(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Called with the lock held: take one reply per item, in item order."""
+        items = body.get("requests")
+        if (
+            not isinstance(items, list)
+            or not items
+            or not all(
+                isinstance(item, dict)
+                and isinstance(item.get("custom_id"), str)
+                and isinstance(item.get("params"), dict)
+                for item in items
+            )
+            or len({item["custom_id"] for item in items}) != len(items)
+        ):
+            return 400, _error_body(400, "requests must be a non-empty list of unique items")
+        results = [
+            _batch_item_result(self._replies.popleft() if self._replies else None, self)
+            for _ in items
+        ]
+        batch = StubBatch(
+            id=self._next_id("msgbatch"),
+            custom_ids=[item["custom_id"] for item in items],
+            results=results,
+            polls_left=self.batch_in_progress_polls,
+            created_at=_now(),
+            expires_at=_now(after=dt.timedelta(hours=24)),
+        )
+        self._batches[batch.id] = batch
+        return 200, batch.to_json(self.results_base_url or self.base_url)
 
     def _note_abandoned(self) -> None:
         with self._lock:
@@ -374,6 +587,9 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
             raw_body=raw,
         )
+        if _is_batch_path(self.path):
+            self._serve_batch_call(recorded)
+            return
         reply = self.server.stub._record(recorded)
         if self.path.split("?", 1)[0] not in ("/v1/messages", "/v1/messages/count_tokens"):
             reply = ErrorReply(status=404, message=f"the stub does not serve {self.path}")
@@ -382,7 +598,33 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(reply, stream=body.get("stream") is True)
 
     def do_GET(self) -> None:
+        if _is_batch_path(self.path):
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            self._serve_batch_call(RecordedRequest("GET", self.path, headers, {}, b""))
+            return
         self._reply(ErrorReply(status=404, message="the stub only serves POST /v1/messages"))
+
+    def _serve_batch_call(self, recorded: RecordedRequest) -> None:
+        stub = self.server.stub
+        fault = stub._record_batch_call(recorded)
+        self.close_connection = True
+        if isinstance(fault, Delay):
+            if not self._wait_or_abandon(fault.seconds):
+                return
+            fault = fault.then if isinstance(fault.then, ErrorReply | DropConnection) else None
+        if fault is not None:
+            self._reply(fault)
+            return
+        path = recorded.path.split("?", 1)[0]
+        status, payload = stub._answer_batch_call(recorded.method, path, recorded.body)
+        with contextlib.suppress(OSError):  # the client may be gone; that is its business
+            if isinstance(payload, bytes):
+                self._start(status, "application/binary", {})
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            else:
+                self._send_json(status, payload, {})
 
     def _reply(self, reply: Reply, *, stream: bool = False) -> None:
         self.close_connection = True
@@ -399,6 +641,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body(), reply.headers)
         elif isinstance(reply, TokenCountReply):
             self._send_json(200, {"input_tokens": reply.input_tokens}, {})
+        elif isinstance(reply, UnprocessedReply):
+            self._send_json(500, _error_body(500, "UnprocessedReply is for batch items"), {})
         elif stream:
             self._send_stream(reply)
         else:
@@ -450,6 +694,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
+
+
+def _is_batch_path(path: str) -> bool:
+    path = path.split("?", 1)[0]
+    return path == _BATCHES_PATH or path.startswith(_BATCHES_PATH + "/")
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    return ErrorReply(status=status, message=message).body()
+
+
+def _batch_item_result(reply: Reply | None, stub: AnthropicStub) -> dict[str, Any] | None:
+    """A batch item's result object for a scripted reply; ``None``: left out of the results."""
+    while isinstance(reply, Delay):  # a batch item has no connection to delay
+        reply = reply.then
+    if reply is None:
+        return {"type": "errored", "error": _error_body(500, "no scripted reply left")}
+    if isinstance(reply, MessageReply):
+        return {"type": "succeeded", "message": _message_json(reply, stub)}
+    if isinstance(reply, ErrorReply):
+        return {"type": "errored", "error": reply.body()}
+    if isinstance(reply, UnprocessedReply):
+        return None if reply.kind == "missing" else {"type": reply.kind}
+    return {"type": "errored", "error": _error_body(500, "not a batch item reply")}
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:

@@ -7,8 +7,9 @@ Output shapes follow the real CLI's result object (``type``/``subtype``/``is_err
 ``result``/``usage``/``total_cost_usd``/``modelUsage``/``structured_output``/
 ``api_error_status``). Every failure text carries ``SECRET`` so tests can prove no CLI
 output is copied into errors. ``echo-env`` answers with the value of the variable named by
-``STUB_CLAUDE_ECHO``; ``steps`` answers the n-th run with
-the n-th structured output of the JSON list in ``STUB_CLAUDE_STEPS``. Standard library only: it must run under any Python 3.
+``STUB_CLAUDE_ECHO``; ``steps`` answers the n-th run
+with the n-th structured output of the JSON list in ``STUB_CLAUDE_STEPS``. Standard library
+only: it must run under any Python 3.
 """
 
 from __future__ import annotations
@@ -140,7 +141,10 @@ def main() -> None:
         with open(path, encoding="utf-8") as fh:
             steps = json.load(fh)
         counter = path + ".n"
-        done = int(open(counter).read()) if os.path.exists(counter) else 0
+        done = 0
+        if os.path.exists(counter):
+            with open(counter, encoding="utf-8") as fh:
+                done = int(fh.read())
         with open(counter, "w") as fh:
             fh.write(str(done + 1))
         emit(result(structured_output=steps[done]))

@@ -630,7 +630,8 @@ def test_identity_and_capabilities() -> None:
         usage=True,
         structured_tools_fidelity="native",
         output_token_limit_fidelity="native",
-        physical_batch=False,
+        physical_batch=True,
+        max_batch_size=100_000,
         token_counting=True,
     )
 
