@@ -340,3 +340,35 @@ async def test_ask_many_batch_needs_a_batching_runtime(shop: SQLConnector) -> No
 
     with pytest.raises(ConfigurationError, match="no physical batch"):
         await session(NoBatch(), shop).ask_many(["q"], batch=True)
+
+
+async def test_ask_many_through_the_anthropic_message_batches_api(
+    loopback_model_requests: None, shop: SQLConnector
+) -> None:
+    """The real SDK, the real Batches endpoints (local stub): one create per round, and the
+    batch discount on every call."""
+    from relay_nb.runtime.anthropic import AnthropicRuntime
+    from relay_nb.testing.anthropic_stub import AnthropicStub, MessageReply, ToolUse
+
+    sql = "SELECT COUNT(*) AS n FROM products"
+    with AnthropicStub() as stub:
+        for _ in range(3):
+            stub.enqueue(
+                MessageReply(tool_uses=[ToolUse(name="query_shop", input={"sql": sql})], model="m")
+            )
+        for _ in range(3):
+            stub.enqueue(MessageReply(text="20 products", model="m"))
+        runtime = AnthropicRuntime("m", api_key="sk-test", base_url=stub.base_url, timeout=5)
+        runtime.batch_poll_interval = runtime.batch_poll_max_interval = 0.01
+        prices = PriceTable.load().with_prices({"m": {"input": 1_000_000, "output": 1_000_000}})
+        s = Session(runtime, connectors=[shop], ledger=False, prices=prices)
+        results = await s.ask_many(["a?", "b?", "c?"], batch=True)
+        await runtime.aclose()
+        creates = [
+            r for r in stub.requests if r.method == "POST" and r.path == "/v1/messages/batches"
+        ]
+    assert len(creates) == 2  # two rounds: the tool calls, then the answers
+    assert [r.answer for r in results] == ["20 products"] * 3
+    assert all(int(r.df.iloc[0]["n"]) == 20 for r in results)
+    # 2 calls x (12 in + 7 out) tokens at $1 per token, halved
+    assert all(r.usage.cost_usd == pytest.approx(19.0) for r in results)
