@@ -24,7 +24,14 @@ __all__ = ["BatchGate"]
 class BatchGate:
     """A runtime facade that gathers the next request of every active turn into one batch."""
 
-    def __init__(self, runtime: object, *, active: int, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        runtime: object,
+        *,
+        active: int,
+        timeout: float | None = None,
+        abort: AbortSignal | None = None,
+    ) -> None:
         caps = runtime.capabilities()  # type: ignore[attr-defined]
         if not caps.physical_batch or not hasattr(runtime, "invoke_batch"):
             raise ConfigurationError(
@@ -38,10 +45,18 @@ class BatchGate:
         self._max = caps.max_batch_size or 10_000
         self._active = active
         self._timeout = timeout
+        self.abort = abort or AbortSignal()
+        """Fired when the run is cancelled: a submitted batch is cancelled, not left billing."""
         self._parked: list[tuple[InvocationRequest, asyncio.Future[InvocationResult]]] = []
         self._sending: set[asyncio.Future[None]] = set()
         self.batches = 0
         """How many ``invoke_batch`` calls were made (one per physical batch)."""
+
+    async def cancel(self) -> None:
+        """Abort the batches in flight (the runtime cancels them) and wait until they end."""
+        self.abort.abort("ask_many was cancelled")
+        if self._sending:
+            await asyncio.wait(set(self._sending))
 
     def capabilities(self) -> Capabilities:
         return self._caps
@@ -78,7 +93,7 @@ class BatchGate:
         self.batches += 1
         try:
             outcomes: list[BatchOutcome] = await self.runtime.invoke_batch(  # type: ignore[attr-defined]
-                [request for request, _ in parked], timeout=self._timeout
+                [request for request, _ in parked], timeout=self._timeout, abort=self.abort
             )
             if len(outcomes) != len(parked):
                 raise InvocationError(

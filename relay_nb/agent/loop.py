@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.agent.approval import Approver
-from relay_nb.agent.caps import UsageCaps, UsageLimit, plan_call
+from relay_nb.agent.caps import Reservation, UsageCaps, UsageLimit, exceeded, plan_call
 from relay_nb.agent.events import (
     ContextResolvedEvent,
     DoneEvent,
@@ -47,6 +47,7 @@ from relay_nb.context import ContextRequest, ContextResolver, allocate_budget
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
+from relay_nb.runtime.failures import classify_exception
 from relay_nb.runtime.types import (
     InvocationRequest,
     InvocationResult,
@@ -65,7 +66,7 @@ logger = logging.getLogger("relay_nb.agent")
 
 FinishReason = Literal["stop", "max_steps", "error", "cancelled", "usage_cap"]
 MAX_RETRY_WAIT_S = 30.0
-"""A provider asking for a longer pause is better answered by failing than by a frozen cell."""
+"""A provider asking for a longer pause gets a failed turn that says so, not a frozen cell."""
 
 
 class TurnResult(BaseModel):
@@ -154,6 +155,7 @@ class _Turn:
         """Drive the runtime through the ``next_step`` adapter (see next_step.py)."""
         self.next_step = next_step_spec(self.specs) if self.single_tool else None
         self.streaming = caps.streaming
+        self.enforces_output_limit = caps.output_token_limit_fidelity == "native"
         self.prices = prices
         self.ledger = ledger
         self.session_id = session_id
@@ -164,6 +166,8 @@ class _Turn:
         self.max_output_tokens = max_output_tokens
         self.abort = abort
         self.approver = approver
+        self.meters = list(limits)
+        """Every limit's meter is fed, active or not, so a cap set later sees past spending."""
         self.limits = [limit for limit in limits if limit.caps.active]
         self.batch = batch
         self.notebook = notebook
@@ -174,6 +178,14 @@ class _Turn:
         self.warnings: list[str] = []
         self.model = ""
         self.last_text = ""
+        self.streamed = False
+        self.reservation: Reservation | None = None
+        if self.limits and not self.enforces_output_limit:
+            self.warn(
+                f"{getattr(runtime, 'id', 'this runtime')} does not enforce max_output_tokens, "
+                "so usage caps are checked before and after each call but one call can "
+                "overshoot them"
+            )
 
     # -- events ------------------------------------------------------------------------------
 
@@ -208,13 +220,13 @@ class _Turn:
         model = self.model or getattr(self.runtime, "model", "") or ""
         plan = plan_call(
             self.limits,
-            self.usage,
             prompt_tokens=_request_tokens(request),
             max_output_tokens=self.max_output_tokens,
             price=self.prices.price_for(model) if model else None,
         )
         if plan.stop_reason is not None:
             raise _Stop("usage_cap", detail=plan.stop_reason)
+        self.reservation = plan.reserve(self.limits)
         if plan.max_output_tokens == self.max_output_tokens:
             return request
         return request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
@@ -225,25 +237,51 @@ class _Turn:
         Every wait is announced as ``thinking(step="retrying")`` so a user watching a slow
         cell knows it is a rate limit, not a hang.
         """
+        try:
+            return await self._invoke_with_retries(request)
+        finally:
+            if self.reservation is not None:  # the call's real usage replaces its worst case
+                self.reservation.release()
+                self.reservation = None
+
+    async def _invoke_with_retries(self, request: InvocationRequest) -> InvocationResult:
         on_text = self._on_text if self.streaming and self.next_step is None else None
         for attempt in range(self.max_retries + 1):
             self._check_abort()
+            self.streamed = False
             try:
                 return await self.runtime.invoke(request, abort=self.abort, on_text=on_text)
-            except InvocationError as err:
+            except ConfigurationError:
+                raise  # no retry fixes a configuration mistake; the caller must see it
+            except Exception as exc:
+                # a runtime written against the protocol may raise anything; classify it
+                err = exc if isinstance(exc, InvocationError) else classify_exception(exc)
                 if self.abort is not None and self.abort.aborted:
                     raise _Stop("cancelled") from None
                 if not err.retryable or attempt >= self.max_retries:
                     raise _Stop("error", err) from None
+                hinted = err.retry_after_s
+                if hinted is not None and hinted > MAX_RETRY_WAIT_S:
+                    raise _Stop(
+                        "error",
+                        InvocationError(
+                            err.code,
+                            f"{err.message}; the provider asks to wait {hinted:g} s, try again "
+                            "later",
+                            False,
+                        ),
+                    ) from None
                 wait = self._backoff(err, attempt)
-                self.emit(
-                    ThinkingEvent(step="retrying", detail=f"waiting {wait:g} s after {err.code}")
-                )
+                detail = f"waiting {wait:g} s after {err.code}"
+                if self.streamed:  # consumers drop the text streamed by the failed attempt
+                    detail += "; the partial answer streamed so far is discarded"
+                self.emit(ThinkingEvent(step="retrying", detail=detail))
                 await self._sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns/raises
 
     def _on_text(self, delta: str) -> None:
         if delta:
+            self.streamed = True
             self.emit(TextDeltaEvent(delta=delta))
 
     def _backoff(self, err: InvocationError, attempt: int) -> float:
@@ -266,15 +304,25 @@ class _Turn:
 
     # -- accounting --------------------------------------------------------------------------
 
-    def account(self, result: InvocationResult, step: int) -> None:
-        """Price the call, emit ``usage``, add it to the turn total and the ledger."""
+    def account(self, result: InvocationResult, step: int, request: InvocationRequest) -> None:
+        """Price the call, emit ``usage``, add it to the turn total, the caps and the ledger."""
         if self.prices is None:
             self.prices = PriceTable.load()
-        priced, warnings = price_usage(result.usage, result.model, self.prices, batch=self.batch)
+        usage = _with_estimates(result, request)
+        priced, warnings = price_usage(usage, result.model, self.prices, batch=self.batch)
         for message in [*result.warnings, *warnings]:
             self.warn(message)
+        if result.stop_reason == "max_tokens":
+            self.warn(
+                f"the model's reply was cut off at the output limit "
+                f"({request.max_output_tokens or 'default'} tokens); the answer may be incomplete"
+            )
         self.model = result.model
         self.usage = priced if self.usage is None else self.usage + priced
+        for limit in self.meters:
+            limit.meter.add(priced)
+        for message in exceeded(self.limits):
+            self.warn(message)
         self.emit(UsageEvent(usage=priced, model=result.model))
         self._record(result, priced, step)
 
@@ -400,6 +448,29 @@ def _index_tools(tools: Sequence[Tool]) -> dict[str, Tool]:
     return index
 
 
+def _with_estimates(result: InvocationResult, request: InvocationRequest) -> Usage:
+    """Provider counts as reported; a missing input or output count becomes chars/4 and
+    the receipt says ``estimated`` (DESIGN.md §6), so caps and costs never read it as 0."""
+    usage = result.usage
+    if usage.input_tokens is not None and usage.output_tokens is not None:
+        return usage
+    output = result.output_text + "".join(
+        json.dumps(call.input, ensure_ascii=False) for call in result.tool_calls
+    )
+    return Usage(
+        input_tokens=usage.input_tokens
+        if usage.input_tokens is not None
+        else _request_tokens(request),
+        output_tokens=usage.output_tokens
+        if usage.output_tokens is not None
+        else estimate_tokens(output),
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=usage.cost_usd,
+        estimated=True,
+    )
+
+
 def _request_tokens(request: InvocationRequest) -> int:
     """chars/4 over everything the request sends: messages, tool declarations."""
     text = "".join(
@@ -483,7 +554,7 @@ async def run_turn(
         raise ConfigurationError(f"max_steps must be at least 1, got {max_steps}")
     all_limits = [*limits]
     if caps is not None:
-        all_limits.insert(0, UsageLimit(scope="turn", caps=caps))
+        all_limits.insert(0, UsageLimit(scope="turn", caps=caps))  # a fresh meter: this turn
     turn = _Turn(
         runtime=runtime,
         tools=tools,
@@ -512,7 +583,7 @@ async def run_turn(
             request = turn.request([*head, *conversation])
             turn.emit(ThinkingEvent(step="calling_model"))
             result = await turn.invoke(request)
-            turn.account(result, step)
+            turn.account(result, step, request)
             answer, calls, problems = turn.decode(result)
             if answer is not None:
                 turn.last_text = answer

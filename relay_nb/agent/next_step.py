@@ -79,17 +79,20 @@ def decode_next_step(call: ToolCall, tool_names: Sequence[str]) -> NextStep:
     A problem goes back to the model as a tool error on this call's id so it can retry.
     """
     data: dict[str, Any] = call.input
-    answer, tool = data.get("answer"), data.get("tool")
+    # forced-tool output often carries the unused fields empty ("", null): read those as absent
+    answer = data.get("answer") if isinstance(data.get("answer"), str) else None
+    answer = answer if answer and answer.strip() else None
+    tool = data.get("tool") or None
     if answer is not None and tool is not None:
         return NextStep(problem="set either `answer` or `tool`, not both")
-    if isinstance(answer, str) and answer.strip():
+    if answer is not None:
         return NextStep(answer=answer)
     if tool is None:
         return NextStep(problem="set `tool` and `input` to call a tool, or `answer` to finish")
     if tool not in tool_names:
         known = ", ".join(tool_names) or "none"
         return NextStep(problem=f"unknown tool {tool!r}; available tools: {known}")
-    arguments = data.get("input", {})
+    arguments = data.get("input") or {}
     if not isinstance(arguments, dict):
         return NextStep(problem="`input` must be a JSON object")
     return NextStep(call=ToolCall(id=call.id, name=tool, input=arguments))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.batching import BatchGate
-from relay_nb.agent.caps import UsageCaps, UsageLimit
+from relay_nb.agent.caps import SpendMeter, UsageCaps, UsageLimit, plan_call
 from relay_nb.agent.events import Event
 from relay_nb.agent.history import History, digest
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
@@ -45,7 +46,7 @@ from relay_nb.context import (
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
-from relay_nb.runtime.types import Message, Usage
+from relay_nb.runtime.types import Message, Usage, estimate_tokens
 from relay_nb.tools import Tool
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ logger = logging.getLogger("relay_nb.agent")
 
 LedgerSetting = UsageLedger | str | Path | Literal[False] | None
 _MEMORY_WORDS = 250
+_INDEPENDENT: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "relay_nb_independent_question", default=False
+)
+"""Set inside ask_many's turns: they must not see the conversation's memory either."""
 _NO_USAGE = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
 """Zero, known: adding a turn with an unknown cost then makes the total unknown, as it is."""
 
@@ -116,9 +121,11 @@ class Session:
         self.compaction_usage = _NO_USAGE
         self.compact_with_model = compact_with_model
         self.resolver = ContextResolver(
-            [RecentTurnsSource((), memory=lambda: self.history.memory, max_turns=0, name="memory")]
+            [RecentTurnsSource((), memory=self._memory, max_turns=0, name="memory")]
         )
-        self._lock: asyncio.Lock | None = None
+        self._meter = SpendMeter()
+        """Live spending for the session cap, fed by every call as it is priced."""
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         for connector in connectors:
             self.add_connector(connector)
         for tool in tools:
@@ -208,9 +215,7 @@ class Session:
         """Answer ``question`` in the context of this conversation; extends the history."""
         if not isinstance(question, str) or not question.strip():
             raise ConfigurationError("ask needs a non-empty question")
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        async with self._turn_lock():
             result = await self._turn(
                 question,
                 skills=skills,
@@ -266,7 +271,12 @@ class Session:
         """
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+        if isinstance(questions, str):
+            raise ConfigurationError("ask_many takes a list of questions; use ask() for one")
         questions = list(questions)
+        blank = [i for i, q in enumerate(questions) if not isinstance(q, str) or not q.strip()]
+        if blank:
+            raise ConfigurationError(f"questions at positions {blank} are empty or not text")
         gate = None
         if batch and questions:
             runtime = self.router.runtime_for(self._plan(skills)[2])
@@ -274,6 +284,7 @@ class Session:
         limit = asyncio.Semaphore(len(questions) if gate is not None else concurrency)
 
         async def one(question: str) -> TurnResult:
+            _INDEPENDENT.set(True)  # this task only: the memory source reads it
             async with limit:
                 try:
                     result = await self._turn(
@@ -290,7 +301,18 @@ class Session:
                 self.usage = self.usage + result.usage
                 return result
 
-        return list(await asyncio.gather(*(one(q) for q in questions)))
+        tasks = [asyncio.ensure_future(one(q)) for q in questions]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # one failed or we were cancelled: stop the others (their statements too), and
+            # do not leave a submitted batch running and billing
+            for task in tasks:
+                task.cancel()
+            await asyncio.shield(asyncio.wait(tasks))
+            if gate is not None:
+                await asyncio.shield(gate.cancel())
+            raise
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -347,16 +369,19 @@ class Session:
         return tools + [self.tools[name] for name in extra]
 
     def _limits(self) -> list[UsageLimit]:
-        if not self.session_caps.active:
-            return []
-        return [
-            UsageLimit(
-                scope="session",
-                caps=self.session_caps,
-                spent_cost_usd=self.usage.cost_usd or 0.0,
-                spent_tokens=self.usage.total_tokens or 0,
-            )
-        ]
+        """The session cap on the live session meter (fed even while no cap is set)."""
+        return [UsageLimit(scope="session", caps=self.session_caps, meter=self._meter)]
+
+    def _memory(self) -> str | None:
+        return None if _INDEPENDENT.get() else self.history.memory
+
+    def _turn_lock(self) -> asyncio.Lock:
+        """One question at a time on this loop; a new loop (each sync ``ask``) gets a new
+        lock, since an asyncio lock belongs to the loop it first waited on."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
 
     async def _turn(
         self,
@@ -423,14 +448,28 @@ class Session:
         """The model's notes on ``older`` (fast tier), or None (then the digest is used)."""
         request = self.history.compaction_request(older, _MEMORY_WORDS)
         turn_id = f"compaction-{uuid.uuid4().hex[:12]}"
+        prices = self.prices or PriceTable.load()
         try:
             runtime = self.router.runtime_for("fast")
+            limits = [limit for limit in self._limits() if limit.caps.active]
+            if limits:  # the summary is a model call like any other: the session cap holds
+                model = getattr(runtime, "model", "") or ""
+                plan = plan_call(
+                    limits,
+                    prompt_tokens=estimate_tokens(request.model_dump_json()),
+                    max_output_tokens=request.max_output_tokens or _MEMORY_WORDS * 2,
+                    price=prices.price_for(model) if model else None,
+                )
+                if plan.stop_reason is not None:
+                    logger.info("history compaction used the digest: %s", plan.stop_reason)
+                    return None
+                request = request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
             result = await runtime.invoke(request)
         except (InvocationError, ConfigurationError) as exc:
             logger.info("history compaction fell back to the digest: %s", exc)
             return None
-        prices = self.prices or PriceTable.load()
         priced, _warnings = price_usage(result.usage, result.model, prices)
+        self._meter.add(priced)
         self.usage = self.usage + priced
         self.compaction_usage = self.compaction_usage + priced
         if self.ledger is not None:

@@ -77,7 +77,13 @@ async def execute_calls(
     running = [task for task in tasks if task is not None]
     cancelled = False
     if running:
-        cancelled = await _wait_or_abort(running, abort)
+        try:
+            cancelled = await _wait_or_abort(running, abort)
+        except asyncio.CancelledError:
+            # the turn's own task was cancelled: stop the tools too (a statement left running
+            # would hold its connection until its timeout), let them clean up, then go
+            await _cancel_and_wait(running)
+            raise
     outcomes = []
     for call, task in zip(calls, tasks, strict=True):
         if task is None:
@@ -106,14 +112,19 @@ async def _wait_or_abort(
             pending.discard(watcher)
         if not abort.aborted:
             return False
-        for task in tasks:
-            task.cancel()
-        await asyncio.wait(tasks)  # each tool's own cleanup (e.g. a DB rollback) finishes
+        await _cancel_and_wait(tasks)
         return True
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+
+
+async def _cancel_and_wait(tasks: list[asyncio.Future[ToolOutcome]]) -> None:
+    """Cancel ``tasks`` and wait until each has finished its own cleanup (a DB rollback)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks)
 
 
 async def _until_abort(awaitable: Any, abort: AbortSignal | None) -> Any:
@@ -122,7 +133,12 @@ async def _until_abort(awaitable: Any, abort: AbortSignal | None) -> Any:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
     watcher = asyncio.ensure_future(abort.wait())
-    await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        watcher.cancel()
+        raise
     watcher.cancel()
     if task.done() and not abort.aborted:
         return task.result()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relay_nb.agent.approval import ApprovalRequest
-from relay_nb.agent.caps import UsageCaps, UsageLimit
+from relay_nb.agent.caps import SpendMeter, UsageCaps, UsageLimit
 from relay_nb.agent.loop import TurnResult, run_turn
 from relay_nb.agent.next_step import NEXT_STEP
 from relay_nb.agent.pricing import PriceTable
@@ -218,10 +218,11 @@ async def test_output_room_is_shrunk_to_what_the_cap_can_pay_for() -> None:
 
 async def test_token_cap_and_session_limit_with_prior_spending() -> None:
     runtime = ScriptedRuntime([{"text": "unused"}])
-    session = UsageLimit(scope="session", caps=UsageCaps(max_tokens=1000), spent_tokens=990)
+    spent = SpendMeter(tokens=990)
+    session = UsageLimit(scope="session", caps=UsageCaps(max_tokens=1000), meter=spent)
     result = await run_turn("q", runtime=runtime, limits=[session])
     assert result.finish_reason == "usage_cap" and runtime.requests == []
-    assert "session cap of 1,000 tokens has 10 left" in result.warnings[0]
+    assert any("session cap of 1,000 tokens has 10 left" in w for w in result.warnings)
 
 
 async def test_cost_cap_with_an_unpriced_model_stops_after_the_first_call() -> None:
@@ -423,3 +424,158 @@ def claude_stub(tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     return str(wrapper)
+
+
+# -- hardening: cancellation by task, estimates, truncation, odd runtimes -------------------------
+
+
+async def test_cancelling_the_turn_task_cancels_its_running_statement(
+    shop: SQLConnector,
+) -> None:
+    runtime = ScriptedRuntime([{"tool_calls": [query(ENDLESS)]}])
+    task = asyncio.create_task(run_turn("q", runtime=runtime, tools=shop.tools()))
+    await asyncio.sleep(0.3)
+    assert shop.engine.pool.checkedout() == 1  # the statement is running
+    started = time.perf_counter()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.perf_counter() - started < 2  # not the 5 s statement timeout
+    assert shop.engine.pool.checkedout() == 0
+
+
+async def test_missing_provider_counts_are_estimated_and_count_against_caps() -> None:
+    class Silent(ScriptedRuntime):
+        """A runtime that reports no token counts at all."""
+
+        async def _invoke(self, request, *, on_text):
+            result = await super()._invoke(request, on_text=on_text)
+            return result.model_copy(update={"usage": Usage()})
+
+    async def noop() -> str:
+        """Does nothing."""
+        return "x" * 2000
+
+    runtime = Silent([{"tool_calls": [{"name": "noop"}]}] * 5)
+    result = await run_turn(
+        "q",
+        runtime=runtime,
+        tools=[Tool.from_function(noop)],
+        caps=UsageCaps(max_tokens=3000),
+        max_output_tokens=300,
+    )
+    assert result.usage.estimated and result.usage.input_tokens > 0
+    assert result.finish_reason == "usage_cap" and len(runtime.requests) < 5
+    assert all(e.usage.estimated for e in result.events if e.type == "usage")
+
+
+async def test_a_call_that_overshoots_a_cap_is_reported_and_ends_the_turn() -> None:
+    big = Usage(input_tokens=900, output_tokens=900)  # the runtime ignored the output room
+
+    async def noop() -> str:
+        """Does nothing."""
+        return "ok"
+
+    runtime = ScriptedRuntime([{"tool_calls": [{"name": "noop"}], "usage": big}, {"text": "x"}])
+    result = await run_turn(
+        "q", runtime=runtime, tools=[Tool.from_function(noop)], caps=UsageCaps(max_tokens=1000)
+    )
+    assert result.finish_reason == "usage_cap" and len(runtime.requests) == 1
+    assert any("does not enforce max_output_tokens" in w for w in result.warnings)
+    assert any("cap of 1,000 tokens was exceeded (1,800 used)" in w for w in result.warnings)
+
+
+async def test_an_answer_cut_off_at_the_output_limit_is_flagged() -> None:
+    runtime = ScriptedRuntime([{"text": "The top customer is", "stop_reason": "max_tokens"}])
+    result = await run_turn("q", runtime=runtime, max_output_tokens=5)
+    assert any("cut off at the output limit (5 tokens)" in w for w in result.warnings)
+
+
+async def test_a_runtime_raising_a_plain_exception_is_classified_and_retried() -> None:
+    class Flaky(ScriptedRuntime):
+        fails = 1
+
+        async def invoke(self, request, **kwargs):
+            if self.fails:
+                self.fails -= 1
+                raise ConnectionResetError("peer reset")
+            return await super().invoke(request, **kwargs)
+
+    result = await run_turn("q", runtime=Flaky([{"text": "fine"}]), retry_base_s=0)
+    assert result.answer == "fine"
+    retry = next(e for e in result.events if e.type == "thinking" and e.step == "retrying")
+    assert "PROVIDER_UNAVAILABLE" in (retry.detail or "")
+
+    class Broken(ScriptedRuntime):
+        async def invoke(self, request, **kwargs):
+            raise ValueError("bug in a custom runtime")
+
+    broken = await run_turn("q", runtime=Broken())
+    assert broken.finish_reason == "error" and [e.type for e in broken.events][-2:] == [
+        "error",
+        "done",
+    ]
+
+
+async def test_a_retry_after_beyond_the_limit_fails_at_once_with_the_wait() -> None:
+    runtime = ScriptedRuntime(
+        [{"error": {"code": "RATE_LIMITED", "message": "slow down", "retry_after_s": 600}}]
+    )
+    started = time.perf_counter()
+    result = await run_turn("q", runtime=runtime)
+    assert time.perf_counter() - started < 1 and result.finish_reason == "error"
+    error = next(e for e in result.events if e.type == "error")
+    assert "asks to wait 600 s" in error.message
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        ({"tool": "", "input": None, "answer": "done"}, "answer"),
+        ({"tool": "describe_shop", "input": None, "answer": ""}, "call"),
+    ],
+)
+async def test_next_step_reads_empty_fields_as_absent(
+    shop: SQLConnector, payload: dict, expected: str
+) -> None:
+    runtime = Harness([step("n1", **payload), step("n2", answer="ok")])
+    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    if expected == "answer":
+        assert result.answer == "done" and result.tool_results == []
+    else:
+        (outcome,) = result.tool_results
+        assert outcome.name == "describe_shop" and not outcome.is_error
+
+
+async def test_exactly_one_done_event_and_it_is_last(shop: SQLConnector) -> None:
+    runtime = ScriptedRuntime(
+        [{"tool_calls": [query("SELECT COUNT(*) AS n FROM orders")]}, {"text": "ok"}]
+    )
+    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    kinds = types(result)
+    assert kinds.count("done") == 1 and kinds[-1] == "done"
+
+
+async def test_a_retry_after_streamed_text_says_the_partial_answer_is_discarded(
+    loopback_model_requests: None,
+) -> None:
+    from relay_nb.runtime.anthropic import AnthropicRuntime
+    from relay_nb.testing.anthropic_stub import AnthropicStub, MessageReply, StreamFault
+
+    with AnthropicStub() as stub:
+        stub.enqueue(
+            MessageReply(text=["The answer ", "is 42."], stream_fault=StreamFault(after_deltas=1)),
+            MessageReply(text=["The answer ", "is 42."]),
+        )
+        runtime = AnthropicRuntime("m", api_key="sk-test", base_url=stub.base_url, timeout=5)
+        result = await run_turn("q", runtime=runtime, retry_base_s=0)
+        await runtime.aclose()
+    assert result.answer == "The answer is 42."
+    kinds = types(result)
+    retry_at = kinds.index("thinking", 1)
+    retry = result.events[retry_at]
+    assert retry.step == "retrying" and "partial answer streamed so far is discarded" in (
+        retry.detail or ""
+    )
+    after = "".join(e.delta for e in result.events[retry_at:] if e.type == "text_delta")
+    assert after == result.answer  # a view that resets on "retrying" shows the right text
