@@ -33,7 +33,9 @@ class _Event(BaseModel):
 
 
 class ThinkingEvent(_Event):
-    """A phase change (``resolving_context``, ``calling_model``, ``retrying``)."""
+    """A phase change: ``resolving_context``, ``calling_model``, ``retrying`` (after a
+    failed model call: text streamed by that attempt is void, so a view showing the answer
+    as it streams starts it again), ``usage_cap`` (the turn stops before the next call)."""
 
     type: Literal["thinking"] = "thinking"
     step: str
