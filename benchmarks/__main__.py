@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS = ("import_time", "introspection", "guard", "fetch", "context")
+BENCHMARKS = ("import_time", "introspection", "guard", "fetch", "context", "agent_loop")
 
 
 def main(argv: list[str]) -> int:
