@@ -58,6 +58,8 @@ class History:
     def __init__(self, *, inline_chars: int = 2000) -> None:
         self.inline_chars = inline_chars
         self.messages: list[Message] = []
+        self._tokens: list[int] = []
+        """chars/4 of each message, counted once when it is added (parallel to messages)."""
         self.memory: str | None = None
         self.results: dict[str, ToolOutcome] = {}
         self.compactions = 0
@@ -67,11 +69,11 @@ class History:
 
     def tokens(self) -> int:
         """chars/4 over the messages and the memory: what the history costs each turn."""
-        text = "".join(_message_text(m) for m in self.messages)
-        return estimate_tokens(text + (self.memory or ""))
+        return sum(self._tokens) + estimate_tokens(self.memory or "")
 
     def clear(self) -> None:
         self.messages.clear()
+        self._tokens.clear()
         self.memory = None
         self.results.clear()
 
@@ -79,7 +81,9 @@ class History:
         """Append one turn's messages, moving large tool results out to :attr:`results`."""
         by_id = {o.tool_call_id: o for o in outcomes}
         for message in new_messages:
-            self.messages.append(self._by_reference(message, by_id))
+            kept = self._by_reference(message, by_id)
+            self.messages.append(kept)
+            self._tokens.append(estimate_tokens(_message_text(kept)))
 
     def _by_reference(self, message: Message, outcomes: dict[str, ToolOutcome]) -> Message:
         parts = message.parts()
@@ -117,9 +121,7 @@ class History:
             return [], list(self.messages)
         keep_from = starts[-1]
         for start in reversed(starts[:-1]):
-            if estimate_tokens("".join(_message_text(m) for m in self.messages[start:])) > (
-                budget_tokens // 2
-            ):
+            if sum(self._tokens[start:]) > budget_tokens // 2:
                 break
             keep_from = start
         return self.messages[:keep_from], self.messages[keep_from:]
@@ -140,6 +142,7 @@ class History:
     def apply_compaction(self, older: Sequence[Message], memory: str) -> None:
         """Drop ``older`` (a prefix of :attr:`messages`) and keep ``memory`` in its place."""
         self.messages = self.messages[len(older) :]
+        self._tokens = self._tokens[len(older) :]
         self.memory = memory.strip()
         self.compactions += 1
 

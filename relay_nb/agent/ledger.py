@@ -174,7 +174,7 @@ class UsageLedger:
             with self._lock:
                 engine, table = self._ready()
                 with engine.begin() as conn:
-                    conn.execute(table.insert().values(**values))
+                    conn.execute(table.insert(), values)  # one cached statement, not one per row
         except Exception as exc:  # disk full, locked, unreachable, unwritable …
             logger.warning(
                 "usage ledger %s: could not record a call for turn %s (%s: %s); the turn continues",

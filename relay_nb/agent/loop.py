@@ -86,7 +86,9 @@ class TurnResult(BaseModel):
     model: str = ""
     warnings: list[str] = Field(default_factory=list)
     messages: list[Message] = Field(default_factory=list)
-    """The conversation after the turn (system prompt excluded), so a session can keep it."""
+    """This turn's messages — the question, the model's calls and replies, the tool results —
+    in order, each call followed by its result; append them to the history for the next
+    turn. (Not the whole conversation: a long session would keep one copy per turn.)"""
 
     @property
     def artifacts(self) -> list[Any]:
@@ -577,6 +579,7 @@ async def run_turn(
     )
     head = [Message.system(system)] if system else []
     conversation = [*history, Message.user(question)]
+    first_new = len(history)
     step = 0
     try:
         for step in range(1, max_steps + 1):
@@ -588,7 +591,7 @@ async def run_turn(
             if answer is not None:
                 turn.last_text = answer
                 conversation.append(Message.assistant(answer))
-                return turn.finish(question, answer, "stop", step, conversation)
+                return turn.finish(question, answer, "stop", step, conversation[first_new:])
             if result.output_text:
                 turn.last_text = result.output_text
             conversation.append(Message.assistant(result.output_text, result.tool_calls))
@@ -605,5 +608,5 @@ async def run_turn(
         if stop.detail is not None:
             turn.warn(f"stopped: {stop.detail}")
             turn.emit(ThinkingEvent(step="usage_cap", detail=stop.detail))
-        return turn.finish(question, turn.last_text, stop.reason, step, conversation)
-    return turn.finish(question, turn.last_text, "max_steps", step, conversation)
+        return turn.finish(question, turn.last_text, stop.reason, step, conversation[first_new:])
+    return turn.finish(question, turn.last_text, "max_steps", step, conversation[first_new:])

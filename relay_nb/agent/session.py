@@ -94,6 +94,7 @@ class Session:
         default_tier: str = "balanced",
         inline_result_chars: int = 2000,
         compact_with_model: bool = True,
+        keep_turns: int = 100,
         notebook: str | None = None,
         session_id: str | None = None,
     ) -> None:
@@ -116,6 +117,8 @@ class Session:
         self.skills = SkillRegistry()
         self.history = History(inline_chars=inline_result_chars)
         self.turns: list[TurnResult] = []
+        """The last ``keep_turns`` results, with their DataFrames and events."""
+        self.keep_turns = keep_turns
         self.usage = _NO_USAGE
         """Everything the session spent: its turns, ask_many runs and compactions."""
         self.compaction_usage = _NO_USAGE
@@ -421,9 +424,10 @@ class Session:
         )
 
     def _remember(self, result: TurnResult) -> None:
-        before = len(self.history.messages)
-        self.history.add_turn(result.messages[before:], result.tool_results)
+        self.history.add_turn(result.messages, result.tool_results)
         self.turns.append(result)
+        if len(self.turns) > self.keep_turns:  # old results and frames go; history stays
+            del self.turns[: len(self.turns) - self.keep_turns]
         self.usage = self.usage + result.usage
 
     async def _compact_if_needed(self) -> None:

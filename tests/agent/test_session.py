@@ -516,3 +516,26 @@ async def test_after_leaving_a_stream_the_history_is_valid_and_the_next_question
     ]
     assert calls == results == ["c1"]
     assert (await s.ask_async("how many products?")).answer == "20 products"
+
+
+async def test_only_the_last_keep_turns_results_are_kept(shop: SQLConnector) -> None:
+    runtime = ScriptedRuntime([{"text": str(i)} for i in range(3)])
+    s = session(runtime, shop, keep_turns=2)
+    for i in range(3):
+        await s.ask_async(f"q{i}")
+    assert [t.question for t in s.turns] == ["q1", "q2"]
+    assert [m.text() for m in s.history.messages if m.role == "user"] == ["q0", "q1", "q2"]
+    assert s.turns[-1].messages[0].text() == "q2"  # a turn holds its own messages only
+
+
+async def test_history_token_count_matches_a_recount_after_compaction(shop: SQLConnector) -> None:
+    from relay_nb.agent.history import _message_text
+    from relay_nb.runtime.types import estimate_tokens
+
+    runtime = ScriptedRuntime(_chatty(4))
+    s = session(runtime, shop, context_window=8_000, compact_with_model=False)
+    for i in range(4):
+        await s.ask_async(f"question {i}")
+    assert s.history.compactions >= 1
+    recount = sum(estimate_tokens(_message_text(m)) for m in s.history.messages)
+    assert s.history.tokens() == recount + estimate_tokens(s.history.memory or "")

@@ -1,0 +1,363 @@
+"""Agent loop (issue 5): framework overhead per model step, and memory over 1,000 turns.
+
+(1) Overhead. ``run_turn`` with a ``ScriptedRuntime`` that alternates a tool call
+    (``SELECT 1 AS one FROM products LIMIT 1`` on a seeded SQLite file through
+    ``SQLConnector``) and a text answer: 2 model steps per turn. Per turn, wall time minus
+    the tool's own time (``sum(o.elapsed_ms for o in result.tool_results)``: validation, the
+    query, its preview) minus the scripted runtime's playback (time inside
+    ``ScriptedRuntime._invoke``: popping the step, building the result, estimating its
+    tokens — what a real runtime replaces with the network call), divided by the steps.
+    ``BaseRuntime.invoke``'s wrapper (task, timeout/abort guard, latency stamp) is shared by
+    every runtime, so it counts as overhead. Target: median <= 2 ms per step. Side by side,
+    interleaved turn by turn in the same run: the same with a ``UsageLedger`` (one SQLite
+    commit per step, reported separately) and ``connector.aquery(sql)`` alone.
+(2) Memory. 1,000 sequential ``Session.ask_async`` turns (the same script, history kept,
+    compaction through the same scripted model): growth from turn 100 to turn 1,000 after
+    ``gc.collect()``, target < 20 MB. Each variant runs in a fresh process (clean RSS; two
+    at a time): the default 200,000-token window and an 8,000-token one (compaction every
+    ~15 turns), both with VmRSS and the bytes retained by ``session.history`` and by
+    ``session.turns`` alone (a walk of ``gc.get_referents``); the small window also under
+    ``tracemalloc``, where ``session.turns.clear()`` at the end shows how much of the growth
+    the kept ``TurnResult``s are. Also reported: ms per turn (median per hundred turns) and
+    the slowest turn, as a turn's own work grows with the history. The default window is
+    not traced by default: its turns get slower as the history grows, tracemalloc ~4x that;
+    set ``RELAY_BENCH_AGENT_TRACE_ALL=1`` to trace it too (~4 min). ``ScriptedRuntime``
+    keeps every request it saw (a test double's feature); that list is cleared each turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+import types
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from relay_nb.agent.ledger import UsageLedger
+from relay_nb.agent.loop import run_turn
+from relay_nb.agent.pricing import PriceTable
+from relay_nb.agent.session import Session
+from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.runtime.scripted import ScriptedRuntime
+from relay_nb.runtime.types import InvocationRequest, ToolResultPart
+from relay_nb.testing.seed import seed_database
+
+SQL = "SELECT 1 AS one FROM products LIMIT 1"
+QUERY_STEP = {"tool_calls": [{"name": "query_shop", "input": {"sql": SQL}}]}
+ANSWER_STEP = {"text": "ok"}
+WARMUP_TURNS = 30
+TURNS = 300
+MEMORY_TURNS = 1_000
+BASELINE_TURN = 100
+WINDOWS = (200_000, 8_000)
+SMALL_WINDOW = 8_000
+MB = 1024 * 1024
+
+
+# --------------------------------------------------------------------------------------------
+# (1) overhead per step
+
+
+class _TimedScripted(ScriptedRuntime):
+    """Adds up the time spent inside the scripted playback, the part a real model replaces."""
+
+    playback_s = 0.0
+
+    async def _invoke(self, request: InvocationRequest, *, on_text: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super()._invoke(request, on_text=on_text)
+        finally:
+            self.playback_s += time.perf_counter() - started
+
+
+def _scripted(turns: int) -> _TimedScripted:
+    runtime = _TimedScripted()
+    for _ in range(turns):
+        runtime.add(QUERY_STEP, ANSWER_STEP)
+    return runtime
+
+
+async def _timed_turn(
+    runtime: _TimedScripted, tools: list, prices: PriceTable, ledger: UsageLedger | None
+) -> tuple[float, float, float, float]:
+    """``(overhead ms per step, wall ms, tool ms, playback ms)`` of one turn."""
+    runtime.playback_s = 0.0
+    runtime.requests.clear()
+    started = time.perf_counter()
+    result = await run_turn("how many?", runtime=runtime, tools=tools, ledger=ledger, prices=prices)
+    wall_ms = (time.perf_counter() - started) * 1000
+    if result.finish_reason != "stop" or result.steps != 2:
+        raise RuntimeError(f"unexpected turn: {result.finish_reason} after {result.steps} steps")
+    tool_ms = sum(o.elapsed_ms for o in result.tool_results)
+    playback_ms = runtime.playback_s * 1000
+    return (wall_ms - tool_ms - playback_ms) / result.steps, wall_ms, tool_ms, playback_ms
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[18]
+
+
+async def _overhead(url: str, scratch: Path) -> dict[str, Any]:
+    connector = SQLConnector("shop", url)
+    tools = connector.tools()
+    prices = PriceTable.load()
+    ledger = UsageLedger(scratch / "usage.sqlite")
+    plain, ledgered = _scripted(WARMUP_TURNS + TURNS), _scripted(WARMUP_TURNS + TURNS)
+    rows: dict[str, list[tuple[float, ...]]] = {"plain": [], "ledger": []}
+    query_ms: list[float] = []
+    try:
+        for turn in range(WARMUP_TURNS + TURNS):
+            # interleaved, so drift (CPU frequency, caches) hits all three alike
+            first = await _timed_turn(plain, tools, prices, None)
+            second = await _timed_turn(ledgered, tools, prices, ledger)
+            started = time.perf_counter()
+            await connector.aquery(SQL)
+            elapsed = (time.perf_counter() - started) * 1000
+            if turn >= WARMUP_TURNS:
+                rows["plain"].append(first)
+                rows["ledger"].append(second)
+                query_ms.append(elapsed)
+    finally:
+        ledger.close()
+        connector.close()
+    results: dict[str, Any] = {"turns": TURNS, "steps_per_turn": 2}
+    for name, measured in rows.items():
+        overhead = [row[0] for row in measured]
+        results[name] = {
+            "overhead_per_step_median_ms": statistics.median(overhead),
+            "overhead_per_step_p95_ms": _p95(overhead),
+            "turn_wall_median_ms": statistics.median(row[1] for row in measured),
+            "tool_elapsed_median_ms": statistics.median(row[2] for row in measured),
+            "scripted_playback_per_step_median_ms": statistics.median(
+                row[3] / 2 for row in measured
+            ),
+        }
+    results["ledger_cost_per_step_ms"] = (
+        results["ledger"]["overhead_per_step_median_ms"]
+        - results["plain"]["overhead_per_step_median_ms"]
+    )
+    results["aquery_alone_median_ms"] = statistics.median(query_ms)
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# (2) memory over 1,000 turns
+
+
+def _respond(request: InvocationRequest) -> dict[str, Any]:
+    """Tool call, then answer; a request without tools is a compaction: return notes.
+
+    Usage is given, so the scripted runtime does not serialise the whole prompt to estimate
+    it (a cost of the test double, growing with the history, that no real model has).
+    """
+    usage = {"input_tokens": 1000, "output_tokens": 10}
+    if not request.tools:
+        return {"text": "- notes on the earlier questions", "usage": usage}
+    if any(isinstance(part, ToolResultPart) for part in request.messages[-1].parts()):
+        return {"text": "ok", "usage": usage}
+    return {**QUERY_STEP, "usage": usage}
+
+
+_SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+
+
+def _retained(root: object, seen: set[int]) -> int:
+    """Bytes reachable from ``root`` and not already in ``seen`` (which it extends)."""
+    total, stack = 0, [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, _SKIP):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        stack.extend(gc.get_referents(obj))
+    return total
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _checkpoint(session: Session, trace: bool) -> dict[str, float]:
+    """Memory now; readings first, then the referent walk (which allocates its own set)."""
+    gc.collect()
+    point = {"rss_mb": _rss_mb()}
+    if trace:
+        point["traced_mb"] = tracemalloc.get_traced_memory()[0] / MB
+    seen: set[int] = set()
+    point["history_mb"] = _retained(session.history, seen) / MB
+    point["turns_only_mb"] = _retained(session.turns, seen) / MB
+    return point
+
+
+def _per_turn_kb(session: Session) -> dict[str, float]:
+    """What one kept TurnResult retains beyond the history, by field (mean over turns)."""
+    seen: set[int] = set()
+    _retained(session.history, seen)
+    parts = {"events": 0, "tool_results": 0, "messages_list": 0, "rest": 0}
+    for turn in session.turns:
+        parts["events"] += _retained(turn.events, seen)
+        parts["tool_results"] += _retained(turn.tool_results, seen)
+        parts["messages_list"] += _retained(turn.messages, seen)
+        parts["rest"] += _retained(turn, seen)
+    count = max(1, len(session.turns))
+    return {name: size / count / 1024 for name, size in parts.items()}
+
+
+async def _session_turns(window: int, trace: bool, url: str) -> dict[str, Any]:
+    connector = SQLConnector("shop", url)
+    runtime = ScriptedRuntime()
+    session = Session(
+        runtime,
+        connectors=[connector],
+        ledger=False,
+        prices=PriceTable.load(),
+        context_window=window,
+    )
+    if trace:
+        tracemalloc.start()
+    started = time.perf_counter()
+    baseline: dict[str, float] = {}
+    turn_ms: list[float] = []
+    for turn in range(1, MEMORY_TURNS + 1):
+        while runtime.remaining < 4:
+            runtime.add(_respond)
+        began = time.perf_counter()
+        await session.ask_async(f"question {turn}: how many products?")
+        turn_ms.append((time.perf_counter() - began) * 1000)
+        runtime.requests.clear()
+        if turn == BASELINE_TURN:
+            baseline = _checkpoint(session, trace)
+    seconds = time.perf_counter() - started
+    end = _checkpoint(session, trace)
+    slowest = max(range(len(turn_ms)), key=turn_ms.__getitem__)
+    result: dict[str, Any] = {
+        "context_window": window,
+        "traced": trace,
+        "seconds": seconds,
+        "turn_ms_median_by_hundred": [
+            statistics.median(turn_ms[i : i + 100]) for i in range(0, len(turn_ms), 100)
+        ],
+        "slowest_turn_ms": turn_ms[slowest],
+        "slowest_turn": slowest + 1,
+        "compactions": session.history.compactions,
+        "history_messages": len(session.history.messages),
+        "turns_kept": len(session.turns),
+        "baseline": baseline,
+        "end": end,
+        "growth": {key: end[key] - baseline[key] for key in end},
+        "per_turn_retained_kb": _per_turn_kb(session),
+    }
+    if trace:
+        # exact under tracemalloc (RSS would not shrink back, and the walks above grew it)
+        session.turns.clear()
+        gc.collect()
+        result["traced_growth_after_turns_clear_mb"] = (
+            tracemalloc.get_traced_memory()[0] / MB - baseline["traced_mb"]
+        )
+        tracemalloc.stop()
+    await session.aclose()
+    return result
+
+
+def _memory_variant(window: int, trace: bool) -> dict[str, Any]:
+    """One variant in this (fresh) process; returns plain JSON data."""
+    with tempfile.TemporaryDirectory() as scratch:
+        url = f"sqlite:///{Path(scratch) / 'shop.sqlite'}"
+        seed_database(url)
+        return json.loads(json.dumps(asyncio.run(_session_turns(window, trace, url))))
+
+
+def _memory() -> dict[str, Any]:
+    trace_all = os.environ.get("RELAY_BENCH_AGENT_TRACE_ALL", "") not in ("", "0")
+    # the slowest first, so the two workers finish close together
+    variants = [(window, trace_all) for window in WINDOWS] + [(SMALL_WINDOW, True)]
+    if trace_all:
+        variants = [(window, True) for window in WINDOWS]
+    spawn = multiprocessing.get_context("spawn")
+    workers = min(2, os.cpu_count() or 1)
+    with ProcessPoolExecutor(workers, mp_context=spawn, max_tasks_per_child=1) as pool:
+        futures = [pool.submit(_memory_variant, window, trace) for window, trace in variants]
+        done = [future.result() for future in futures]
+    return {f"window_{r['context_window']}_{'traced' if r['traced'] else 'rss'}": r for r in done}
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _print_overhead(results: dict[str, Any]) -> None:
+    for name in ("plain", "ledger"):
+        row = results[name]
+        label = "overhead/step, no ledger" if name == "plain" else "overhead/step, with ledger"
+        print(
+            f"{label:<34} median {row['overhead_per_step_median_ms']:>7.3f} ms   "
+            f"p95 {row['overhead_per_step_p95_ms']:>7.3f} ms   target <= 2 ms (median)"
+        )
+        print(
+            f"{'':<34} turn wall {row['turn_wall_median_ms']:.3f} ms, tool "
+            f"{row['tool_elapsed_median_ms']:.3f} ms, scripted playback/step "
+            f"{row['scripted_playback_per_step_median_ms']:.3f} ms (medians)"
+        )
+    print(f"{'ledger append cost/step':<34} {results['ledger_cost_per_step_ms']:>14.3f} ms")
+    print(f"{'connector.aquery alone':<34} median {results['aquery_alone_median_ms']:>7.3f} ms")
+
+
+def _print_memory(results: dict[str, Any]) -> None:
+    for name, row in results.items():
+        growth, per_turn = row["growth"], row["per_turn_retained_kb"]
+        traced = (
+            f"traced {growth['traced_mb']:+.1f} MB, RSS (incl. tracemalloc's own) "
+            if "traced_mb" in growth
+            else "RSS "
+        )
+        print(
+            f"{name:<20} turns 100->1000: {traced}{growth['rss_mb']:+.1f} MB; retained by "
+            f"history {growth['history_mb']:+.1f} MB, by turns alone "
+            f"{growth['turns_only_mb']:+.1f} MB   target < 20 MB"
+        )
+        if "traced_growth_after_turns_clear_mb" in row:
+            print(
+                f"{'':<20} traced growth once session.turns is cleared: "
+                f"{row['traced_growth_after_turns_clear_mb']:+.1f} MB"
+            )
+        print(
+            f"{'':<20} compactions {row['compactions']}, history messages "
+            f"{row['history_messages']}, turns kept {row['turns_kept']}; one kept turn "
+            f"retains {sum(per_turn.values()):.1f} KB ("
+            + ", ".join(f"{k} {v:.1f}" for k, v in per_turn.items())
+            + ")"
+        )
+        print(
+            f"{'':<20} ms/turn, median per hundred: "
+            + " ".join(f"{v:.0f}" for v in row["turn_ms_median_by_hundred"])
+            + f"; slowest turn {row['slowest_turn_ms']:.0f} ms (turn {row['slowest_turn']}); "
+            f"{row['seconds']:.1f} s in all"
+        )
+
+
+def run() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as scratch:
+        url = f"sqlite:///{Path(scratch) / 'shop.sqlite'}"
+        seed_database(url)
+        overhead = asyncio.run(_overhead(url, Path(scratch)))
+    _print_overhead(overhead)
+    memory = _memory()
+    _print_memory(memory)
+    return {"overhead": overhead, "memory": memory}
+
+
+if __name__ == "__main__":
+    run()
