@@ -15,13 +15,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlalchemy import URL, Engine, make_url
+from sqlalchemy import URL, Engine
 
 from relay_nb.connectors.base import Connector, check_connector_id
 from relay_nb.connectors.sql.dialects import sqlglot_dialect
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
-from relay_nb.connectors.sql.readonly import CancelHandle, build_engine, run_read_only
+from relay_nb.connectors.sql.readonly import (
+    CancelHandle,
+    build_engine,
+    parse_url,
+    run_read_only,
+)
 from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
 from relay_nb.connectors.sql.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
@@ -87,7 +92,7 @@ class SQLConnector(Connector):
         self._schemas = list(schemas) if schemas is not None else None
         self._owns_engine = not isinstance(url_or_engine, Engine)
         if self._owns_engine:
-            password = make_url(url_or_engine).password
+            password = parse_url(url_or_engine).password
             if password:
                 register_secret(str(password))
         self.engine = build_engine(url_or_engine)

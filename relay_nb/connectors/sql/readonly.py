@@ -26,8 +26,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-__all__ = ["CancelHandle", "FetchedRows", "QueryCancelled", "build_engine", "run_read_only"]
+from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import redact_url
+
+__all__ = [
+    "CancelHandle",
+    "FetchedRows",
+    "QueryCancelled",
+    "build_engine",
+    "parse_url",
+    "run_read_only",
+]
 
 # Drivers whose timeout/cancel we do not know get a watchdog that at least closes the cursor.
 _SQLITE_PROGRESS_STEPS = 10_000
@@ -103,7 +114,7 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
     """
     if isinstance(url_or_engine, Engine):
         return url_or_engine
-    url = make_url(url_or_engine)
+    url = parse_url(url_or_engine)
     backend = url.get_backend_name()
     connect_args: dict[str, Any] = {}
     if backend == "sqlite":
@@ -116,10 +127,54 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
             connect_args["read_only"] = True
     elif backend == "postgresql":
         connect_args = {"options": "-c default_transaction_read_only=on"}
-    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=backend != "sqlite")
+    try:
+        engine = create_engine(url, connect_args=connect_args, pool_pre_ping=backend != "sqlite")
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(_missing_driver(url, exc.name or "")) from None
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_on_connect)
     return engine
+
+
+_EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "duckdb": "duckdb"}
+_SUGGESTED = {
+    "postgresql": "postgresql+psycopg://USER@HOST/DB",
+    "mysql": "mysql+pymysql://USER@HOST/DB",
+    "mariadb": "mysql+pymysql://USER@HOST/DB",
+}
+
+
+def parse_url(url: str | URL) -> URL:
+    """A SQLAlchemy URL, or a short error naming the form (the password never shown)."""
+    try:
+        parsed = make_url(url)
+        parsed.get_dialect()  # an unknown database kind fails here, not at first query
+    except NoSuchModuleError:
+        scheme = str(url).split(":", 1)[0] if isinstance(url, str) else url.drivername
+        raise ConfigurationError(
+            f"unknown database kind {scheme!r}; use a SQLAlchemy URL such as "
+            "sqlite:///path/to/file.db, postgresql+psycopg://USER@HOST/DB, "
+            "mysql+pymysql://USER@HOST/DB or duckdb:///path/to/file.duckdb"
+        ) from None
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(_missing_driver(make_url(url), exc.name or "")) from None
+    except ArgumentError:
+        raise ConfigurationError(
+            "not a database URL; use a SQLAlchemy URL such as sqlite:///path/to/file.db or "
+            "postgresql+psycopg://USER@HOST/DB"
+        ) from None
+    return parsed
+
+
+def _missing_driver(url: URL, module: str) -> str:
+    backend = url.get_backend_name()
+    shown = redact_url(url.render_as_string(hide_password=True))
+    extra = _EXTRAS.get(backend)
+    fix = f"pip install 'relay-nb[{extra}]'" if extra else f"install the {module!r} package"
+    suggested = _SUGGESTED.get(backend)
+    if suggested and url.drivername != suggested.split(":", 1)[0]:
+        fix += f", or use the driver it installs: {suggested}"
+    return f"the database driver {module!r} for {shown} is not installed; {fix}"
 
 
 def _sqlite_read_only_url(url: URL) -> tuple[URL, dict[str, Any]]:
