@@ -49,6 +49,10 @@ _EXPORTS: dict[str, str] = {
     "ConnectorError": "relay_nb.errors",
     "UnsafeQueryError": "relay_nb.errors",
     "QueryExecutionError": "relay_nb.errors",
+    # the facade
+    "Relay": "relay_nb.facade.relay",
+    "Turn": "relay_nb.facade.relay",
+    "session": "relay_nb.facade.relay",
     # agent
     "Session": "relay_nb.agent.session",
     "Skill": "relay_nb.agent.skills",
@@ -95,6 +99,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
         RelayError,
         UnsafeQueryError,
     )
+    from relay_nb.facade.relay import Relay, Turn, session
     from relay_nb.runtime.abort import AbortSignal
     from relay_nb.runtime.anthropic import AnthropicRuntime
     from relay_nb.runtime.base import BaseRuntime, ModelRuntime

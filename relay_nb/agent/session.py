@@ -146,14 +146,24 @@ class Session:
 
     # -- registration --------------------------------------------------------------------------
 
-    def add_connector(self, connector: Connector) -> Connector:
-        """Register a connector: its tools become callable, its schema part of the prompt."""
-        if connector.id in self.connectors:
+    def add_connector(self, connector: Connector, *, replace: bool = False) -> Connector:
+        """Register a connector: its tools become callable, its schema part of the prompt.
+
+        ``replace=True`` swaps (and closes) a connector registered under the same id, so a
+        re-run notebook cell reconnects; skills naming the id keep working.
+        """
+        old = self.connectors.get(connector.id)
+        if old is not None and not replace:
             raise ConfigurationError(
                 f"a connector with id {connector.id!r} is already registered; remove it first"
+                " or pass replace=True"
             )
         for tool in connector.tools():
-            self._check_tool_name(tool.name)
+            self._check_tool_name(tool.name, ignore=old)
+        if old is not None:
+            self.resolver.remove(f"schema:{connector.id}")
+            if old is not connector:
+                old.close()
         self.connectors[connector.id] = connector
         self.resolver.add(ConnectorSchemaSource(connector))
         return connector
@@ -173,11 +183,13 @@ class Session:
         if close:
             connector.close()
 
-    def add_tool(self, tool: Tool | Callable[..., Any]) -> Tool:
-        """Register an extra tool (a ``Tool`` or a plain typed function)."""
+    def add_tool(self, tool: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
+        """Register an extra tool (a ``Tool`` or a plain typed function); ``replace=True``
+        redefines one registered before under the same name."""
         if not isinstance(tool, Tool):
             tool = Tool.from_function(tool)
-        self._check_tool_name(tool.name)
+        if not (replace and tool.name in self.tools):
+            self._check_tool_name(tool.name)
         self.tools[tool.name] = tool
         return tool
 
@@ -187,8 +199,9 @@ class Session:
             skill, known_connectors=self.connectors, known_tools=self.tools, replace=replace
         )
 
-    def _check_tool_name(self, name: str) -> None:
-        taken = {t.name for c in self.connectors.values() for t in c.tools()} | set(self.tools)
+    def _check_tool_name(self, name: str, *, ignore: Connector | None = None) -> None:
+        connectors = [c for c in self.connectors.values() if c is not ignore]
+        taken = {t.name for c in connectors for t in c.tools()} | set(self.tools)
         if name in taken:
             raise ConfigurationError(f"a tool named {name!r} is already registered")
 

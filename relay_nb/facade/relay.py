@@ -1,0 +1,271 @@
+"""``Relay``: the analyst's one object (DESIGN.md §2), a thin facade over ``Session``.
+
+What it adds to a session is convenience for notebook cells: ``connect`` takes a URL or an
+engine, ``skill`` and ``tool`` register from keyword arguments (and redefine on a re-run cell
+instead of failing), and ``ask`` is synchronous — it works in a script and inside Jupyter's
+running loop alike (see :mod:`relay_nb.facade.loop_thread`), with Ctrl-C cancelling the turn
+cleanly. ``relay_nb.session()`` is the kernel's default instance, the one the magics use.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from relay_nb.agent.approval import Approver
+from relay_nb.agent.caps import UsageCaps
+from relay_nb.agent.events import Event
+from relay_nb.agent.loop import TurnResult
+from relay_nb.agent.routing import ModelSetting
+from relay_nb.agent.session import LedgerSetting, Session
+from relay_nb.agent.skills import Skill, Tier
+from relay_nb.connectors.base import Connector
+from relay_nb.errors import ConfigurationError
+from relay_nb.facade.loop_thread import run_sync
+from relay_nb.runtime.abort import AbortSignal
+from relay_nb.runtime.types import Message, Usage
+from relay_nb.tools import Tool
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from sqlalchemy import Engine
+
+__all__ = ["Relay", "Turn", "session"]
+
+Turn = TurnResult
+"""DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
+
+_NOT_YET = {
+    "mongodb": "MongoDB",
+    "mongodb+srv": "MongoDB",
+    "http": "HTTP APIs",
+    "https": "HTTP APIs",
+}
+
+
+class Relay:
+    """Connect data, ask questions, see what each answer cost.
+
+    ``model``: a profile (``"anthropic:claude-sonnet-4-6"``), a kind routed by tier
+    (``"anthropic"``, ``"claude-code"``), a runtime object, or None for the first of
+    ``RELAY_MODEL`` / ``ANTHROPIC_API_KEY`` / a ``claude`` CLI on PATH.
+    ``max_cost_usd`` / ``max_tokens`` cap each turn; ``session_max_cost_usd`` /
+    ``session_max_tokens`` cap the running total. Other keywords go to :class:`Session`.
+    """
+
+    def __init__(
+        self,
+        model: ModelSetting = None,
+        *,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        session_max_cost_usd: float | None = None,
+        session_max_tokens: int | None = None,
+        approver: Approver | None = None,
+        ledger: LedgerSetting = None,
+        routes: Mapping[str, str] | None = None,
+        notebook: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.session = Session(
+            model,
+            caps=UsageCaps(max_cost_usd=max_cost_usd, max_tokens=max_tokens),
+            session_caps=UsageCaps(
+                max_cost_usd=session_max_cost_usd, max_tokens=session_max_tokens
+            ),
+            approver=approver,
+            ledger=ledger,
+            routes=routes,
+            notebook=notebook,
+            **options,
+        )
+
+    def __repr__(self) -> str:
+        s = self.session
+        cost = "unknown" if s.usage.cost_usd is None else f"${s.usage.cost_usd:.4f}"
+        return (
+            f"<Relay connectors={list(s.connectors)} skills={list(s.skills.names())} "
+            f"turns={len(s.turns)} spent={cost}>"
+        )
+
+    # -- data -----------------------------------------------------------------------------------
+
+    def connect(
+        self,
+        connector_id: str,
+        target: str | Engine | Connector,
+        *,
+        tables: Sequence[str] | None = None,
+        schemas: Sequence[str] | None = None,
+        row_limit: int = 200,
+        statement_timeout_s: float = 30.0,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Connector:
+        """Register a data source under ``connector_id`` (reconnecting replaces it).
+
+        ``target``: a SQLAlchemy URL (``postgresql+psycopg://ro@127.0.0.1/shop``,
+        ``sqlite:///shop.db``, ``duckdb:///x.duckdb``), a SQLAlchemy engine, or a
+        connector object.
+        """
+        if isinstance(target, Connector):
+            if target.id != connector_id:
+                raise ConfigurationError(
+                    f"the connector's id is {target.id!r}, not {connector_id!r}"
+                )
+            return self.session.add_connector(target, replace=True)
+        if isinstance(target, str):
+            scheme = target.split("://", 1)[0].lower() if "://" in target else ""
+            if scheme in _NOT_YET:
+                raise ConfigurationError(
+                    f"{_NOT_YET[scheme]} cannot be connected in this version of relay_nb; "
+                    "connect a SQL database (a SQLAlchemy URL or engine) or a Connector object"
+                )
+        elif not _is_engine(target):
+            raise ConfigurationError(
+                f"connect() takes a database URL, a SQLAlchemy engine or a Connector, not "
+                f"{type(target).__name__}"
+            )
+        from relay_nb.connectors.sql.connector import SQLConnector
+
+        connector = SQLConnector(
+            connector_id,
+            target,
+            tables=tables,
+            schemas=schemas,
+            row_limit=row_limit,
+            statement_timeout_s=statement_timeout_s,
+            name=name,
+            description=description,
+        )
+        return self.session.add_connector(connector, replace=True)
+
+    def disconnect(self, connector_id: str) -> None:
+        """Close and forget a connector (skills that use it are removed too)."""
+        self.session.remove_connector(connector_id)
+
+    @property
+    def connectors(self) -> dict[str, Connector]:
+        return dict(self.session.connectors)
+
+    # -- skills and tools -----------------------------------------------------------------------
+
+    def skill(
+        self,
+        name: str,
+        *,
+        prompt: str,
+        connectors: Sequence[str] = (),
+        tools: Sequence[str] = (),
+        tier: Tier = "balanced",
+        description: str | None = None,
+        max_steps: int = 8,
+        examples: Sequence[str] = (),
+    ) -> Skill:
+        """Register (or, from a re-run cell, redefine) a skill; unknown names are an error."""
+        first_line = prompt.strip().splitlines()[0][:200] if prompt.strip() else ""
+        skill = Skill(
+            name=name,
+            description=description or first_line or name,
+            prompt=prompt,
+            connectors=tuple(connectors),
+            tools=tuple(tools),
+            tier=tier,
+            max_steps=max_steps,
+            examples=tuple(examples),
+        )
+        return self.session.add_skill(skill, replace=True)
+
+    def tool(self, function: Callable[..., Any] | Tool | None = None, **options: Any) -> Any:
+        """Register a tool; also a decorator: ``@relay.tool`` or
+        ``@relay.tool(requires_approval=True)``. A re-run cell redefines it."""
+
+        def register(target: Callable[..., Any] | Tool) -> Callable[..., Any] | Tool:
+            tool = target if isinstance(target, Tool) else Tool.from_function(target, **options)
+            self.session.add_tool(tool, replace=True)
+            return target
+
+        return register if function is None else register(function)
+
+    # -- asking ---------------------------------------------------------------------------------
+
+    def ask(self, question: str, **options: Any) -> TurnResult:
+        """Answer ``question`` (blocking). Works in scripts and in a running notebook loop;
+        Ctrl-C / interrupting the kernel cancels the turn, its running query included."""
+        abort = options.pop("abort", None) or AbortSignal()
+        return run_sync(
+            self.session.ask_async(question, abort=abort, **options),
+            on_interrupt=lambda: abort.abort("interrupted"),
+        )
+
+    async def ask_async(self, question: str, **options: Any) -> TurnResult:
+        """``await relay.ask_async(...)``: the same turn, on the caller's loop."""
+        return await self.session.ask_async(question, **options)
+
+    def ask_many(self, questions: Sequence[str], **options: Any) -> list[TurnResult]:
+        """Independent questions, answered concurrently (see ``Session.ask_many``)."""
+        return run_sync(self.session.ask_many(questions, **options))
+
+    async def ask_many_async(self, questions: Sequence[str], **options: Any) -> list[TurnResult]:
+        return await self.session.ask_many(questions, **options)
+
+    def stream(self, question: str, **options: Any) -> AsyncIterator[Event]:
+        """``async for event in relay.stream(q)``: the turn's events as they happen."""
+        return self.session.stream(question, **options)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        """Session totals: tokens and dollars over every turn and compaction."""
+        return self.session.usage
+
+    @property
+    def history(self) -> list[Message]:
+        """The conversation the next question builds on (large results by reference)."""
+        return list(self.session.history.messages)
+
+    @property
+    def turns(self) -> list[TurnResult]:
+        return list(self.session.turns)
+
+    def reset(self) -> None:
+        """Forget the conversation; connectors, skills and usage totals stay."""
+        self.session.reset()
+
+    def usage_report(self, by: Sequence[str] = ("day", "model", "notebook")) -> pd.DataFrame:
+        return self.session.usage_report(by)
+
+    def close(self) -> None:
+        """Close connectors, model clients and the ledger."""
+        run_sync(self.session.aclose())
+
+
+def _is_engine(value: object) -> bool:
+    try:
+        from sqlalchemy import Engine
+    except ImportError:  # pragma: no cover - sqlalchemy is a dependency
+        return False
+    return isinstance(value, Engine)
+
+
+_default: Relay | None = None
+_default_guard = threading.Lock()
+
+
+def session(**options: Any) -> Relay:
+    """The kernel's default ``Relay`` (the one ``%relay`` uses), created on first call.
+
+    Options apply when it is created; to change them later, build a ``Relay`` yourself.
+    """
+    global _default
+    with _default_guard:
+        if _default is None:
+            _default = Relay(**options)
+        elif options:
+            raise ConfigurationError(
+                "the default session already exists; options apply only when it is created "
+                "(build your own Relay(...) for different ones)"
+            )
+        return _default

@@ -1,0 +1,162 @@
+"""The Relay facade: connect, skills, tools, sync ask in scripts and inside a running loop,
+Ctrl-C cancelling a turn, and the default session — scripted model, real SQLite."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine
+
+import relay_nb
+from relay_nb import ConfigurationError, Relay, ScriptedRuntime, SQLConnector
+from relay_nb.testing.seed import seed_database
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+
+
+@pytest.fixture(scope="module")
+def shop_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('facade') / 'shop.sqlite'}"
+    seed_database(url)
+    return url
+
+
+def query(sql: str) -> dict:
+    return {"tool_calls": [{"name": "query_shop", "input": {"sql": sql}}]}
+
+
+def test_connect_ask_and_read_the_turn(shop_url: str) -> None:
+    model = ScriptedRuntime([query("SELECT COUNT(*) AS n FROM products"), {"text": "20"}])
+    relay = Relay(model, ledger=False)
+    relay.connect("shop", shop_url, tables=["products"], row_limit=50)
+    turn = relay.ask("how many products?")
+    assert isinstance(turn, relay_nb.Turn)
+    assert turn.answer == "20" and int(turn.df.iloc[0]["n"]) == 20
+    assert turn.queries == ["SELECT COUNT(*) AS n FROM products LIMIT 51"]
+    assert [m.role for m in relay.history] == ["user", "assistant", "tool", "assistant"]
+    assert relay.usage.total_tokens == turn.usage.total_tokens
+    relay.reset()
+    assert relay.history == [] and relay.usage.total_tokens > 0
+    relay.close()
+
+
+async def test_sync_ask_works_inside_a_running_event_loop(shop_url: str) -> None:
+    relay = Relay(ScriptedRuntime([{"text": "from inside a loop"}]), ledger=False)
+    relay.connect("shop", shop_url)
+    assert relay.ask("q").answer == "from inside a loop"  # the notebook case
+    assert (await relay.ask_async("again")).finish_reason == "error"  # script exhausted
+    await relay.session.aclose()
+
+
+def test_ctrl_c_cancels_the_turn_and_its_query_then_the_session_goes_on(shop_url: str) -> None:
+    model = ScriptedRuntime([query(ENDLESS)])
+    relay = Relay(model, ledger=False)
+    shop = relay.connect("shop", shop_url, statement_timeout_s=10)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    started = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        relay.ask("slow question")
+    assert time.perf_counter() - started < 3  # not the 10 s statement timeout
+    (turn,) = relay.turns
+    assert turn.finish_reason == "cancelled" and shop.engine.pool.checkedout() == 0
+    assert model.remaining == 0 and len(model.requests) == 1  # no model call after Ctrl-C
+    model.add(query("SELECT COUNT(*) AS n FROM customers"), {"text": "50"})
+    assert relay.ask("how many customers?").answer == "50"
+    relay.close()
+
+
+def test_connect_accepts_an_engine_or_a_connector_and_reconnecting_replaces(
+    shop_url: str,
+) -> None:
+    relay = Relay(ScriptedRuntime(), ledger=False)
+    first = relay.connect("shop", create_engine(shop_url))
+    relay.skill("sales", prompt="Revenue questions.", connectors=["shop"])
+    second = relay.connect("shop", SQLConnector("shop", shop_url))
+    assert relay.connectors == {"shop": second} and first is not second
+    assert "sales" in relay.session.skills  # the skill survives a reconnect
+    with pytest.raises(ConfigurationError, match="id is 'other', not 'shop'"):
+        relay.connect("shop", SQLConnector("other", shop_url))
+    relay.disconnect("shop")
+    assert relay.connectors == {} and "sales" not in relay.session.skills
+    relay.close()
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("mongodb://127.0.0.1:27017/app", "MongoDB cannot be connected in this version"),
+        ("https://api.example.com", "HTTP APIs cannot be connected"),
+        (42, "not int"),
+        ("postgresql+asyncpg://u:pw@h/db", "pip install 'relay-nb[postgres]'"),
+    ],
+)
+def test_connect_errors_say_what_to_do(target: object, message: str) -> None:
+    relay = Relay(ScriptedRuntime(), ledger=False)
+    with pytest.raises(ConfigurationError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        relay.connect("x", target)  # type: ignore[arg-type]
+    assert relay.connectors == {}
+
+
+def test_skills_and_tools_from_cells_can_be_redefined(shop_url: str) -> None:
+    model = ScriptedRuntime(
+        [{"tool_calls": [{"name": "shout", "input": {"text": "hi"}}]}, {"text": "done"}]
+    )
+    relay = Relay(model, ledger=False)
+    relay.connect("shop", shop_url)
+
+    @relay.tool
+    def shout(text: str) -> str:
+        """Upper-cases text."""
+        return text.upper()
+
+    @relay.tool  # the cell run again
+    def shout(text: str) -> str:  # noqa: F811
+        """Upper-cases text, twice."""
+        return text.upper() * 2
+
+    relay.skill("loud", prompt="Be loud.", connectors=["shop"], tools=["shout"], tier="fast")
+    relay.skill("loud", prompt="Be louder.", connectors=["shop"], tools=["shout"], tier="fast")
+    with pytest.raises(ConfigurationError, match="unknown connector 'shpo'"):
+        relay.skill("typo", prompt="x", connectors=["shpo"])
+    turn = relay.ask("shout hi", skills="loud")
+    assert turn.tool_results[0].content == "HIHI"
+    assert "Be louder." in model.requests[0].system_text()
+    relay.close()
+
+
+def test_the_default_session_is_one_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    import relay_nb.facade.relay as facade
+
+    monkeypatch.setattr(facade, "_default", None)
+    first = relay_nb.session(model=ScriptedRuntime(), ledger=False)
+    assert relay_nb.session() is first
+    with pytest.raises(ConfigurationError, match="already exists"):
+        relay_nb.session(ledger=False)
+
+
+def test_a_sync_call_from_inside_relays_loop_is_refused_with_the_fix(shop_url: str) -> None:
+    relay = Relay(ScriptedRuntime([{"text": "inner"}]), ledger=False)
+
+    async def nested() -> None:
+        relay.ask("inner question")
+
+    with pytest.raises(ConfigurationError, match="use the async form"):
+        relay_nb.facade.loop_thread.run_sync(nested())
+
+
+def test_relay_needs_a_model_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("RELAY_MODEL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    relay = Relay(ledger=False)
+    with pytest.raises(ConfigurationError, match="no model is configured"):
+        relay.ask("q")
+    asyncio.run(relay.session.aclose())
