@@ -126,6 +126,7 @@ class Session:
         self.resolver = ContextResolver(
             [RecentTurnsSource((), memory=self._memory, max_turns=0, name="memory")]
         )
+        self._routers: dict[object, ModelRouter] = {}
         self._meter = SpendMeter()
         """Live spending for the session cap, fed by every call as it is priced."""
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -227,10 +228,19 @@ class Session:
         abort: AbortSignal | None = None,
         caps: UsageCaps | None = None,
         approver: Approver | None = None,
+        model: ModelSetting = None,
+        max_steps: int | None = None,
     ) -> TurnResult:
-        """Answer ``question`` in the context of this conversation; extends the history."""
+        """Answer ``question`` in the context of this conversation; extends the history.
+
+        ``model`` (a profile, kind or runtime) and ``max_steps`` override the session's for
+        this question only.
+        """
         if not isinstance(question, str) or not question.strip():
             raise ConfigurationError("ask needs a non-empty question")
+        runtime = None
+        if model is not None:
+            runtime = self._override_router(model).runtime_for(self._plan(skills)[2])
         async with self._turn_lock():
             result = await self._turn(
                 question,
@@ -240,6 +250,8 @@ class Session:
                 abort=abort,
                 caps=caps,
                 approver=approver,
+                runtime=runtime,
+                max_steps=max_steps,
             )
             self._remember(result)
             await self._compact_if_needed()
@@ -353,7 +365,8 @@ class Session:
         await self.resolver.aclose()
         for connector in self.connectors.values():
             connector.close()
-        for runtime in self.router.runtimes():
+        routers = [self.router, *self._routers.values()]
+        for runtime in [r for router in routers for r in router.runtimes()]:
             closer = getattr(runtime, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):
@@ -388,6 +401,13 @@ class Session:
         """The session cap on the live session meter (fed even while no cap is set)."""
         return [UsageLimit(scope="session", caps=self.session_caps, meter=self._meter)]
 
+    def _override_router(self, model: ModelSetting) -> ModelRouter:
+        """A router for a per-question model, kept so its runtimes (clients) are reused."""
+        key = model if isinstance(model, str) else id(model)
+        if key not in self._routers:
+            self._routers[key] = ModelRouter(model, routes=self.router.routes)
+        return self._routers[key]
+
     def _memory(self) -> str | None:
         return None if _INDEPENDENT.get() else self.history.memory
 
@@ -411,8 +431,9 @@ class Session:
         approver: Approver | None = None,
         runtime: ModelRuntime | None = None,
         batch: bool = False,
+        max_steps: int | None = None,
     ) -> TurnResult:
-        active, connector_ids, tier, max_steps = self._plan(skills)
+        active, connector_ids, tier, planned_steps = self._plan(skills)
         return await run_turn(
             question,
             runtime=runtime or self.router.runtime_for(tier),
@@ -422,7 +443,7 @@ class Session:
             resolver=self.resolver,
             connector_ids=connector_ids,
             context_window=self.budget.context_window,
-            max_steps=max_steps,
+            max_steps=max_steps or planned_steps,
             prices=self.prices,
             ledger=self.ledger,
             session_id=self.id,

@@ -10,24 +10,46 @@ there and wait. The caller's loop is never touched, so nothing else in the kerne
 Waiting is done in short slices, so Ctrl-C / "interrupt kernel" reaches the caller: the
 ``on_interrupt`` hook (e.g. firing the turn's AbortSignal) runs, the coroutine is given a
 moment to end cleanly (cancelled statements roll back), and the KeyboardInterrupt goes on.
+
+Some work must happen on the *caller's* thread — in a kernel, ``input()`` (an approval
+prompt) only works from the thread running the cell. Code on the loop thread hands such
+work over with :func:`call_in_caller`; the waiting caller runs it between its wait slices.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import queue
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from relay_nb.errors import ConfigurationError
 
-__all__ = ["LoopThread", "run_sync"]
+__all__ = ["LoopThread", "call_in_caller", "run_sync"]
 
 T = TypeVar("T")
 
 _WAIT_SLICE_S = 0.1
 _INTERRUPT_GRACE_S = 10.0
+
+_Job = tuple[Callable[[], Any], concurrent.futures.Future[Any]]
+_CALLER: contextvars.ContextVar[queue.SimpleQueue[_Job] | None] = contextvars.ContextVar(
+    "relay_nb_caller_jobs", default=None
+)
+
+
+async def call_in_caller(function: Callable[[], T]) -> T:
+    """Run ``function`` on the thread waiting in :meth:`LoopThread.run` and return its
+    result; called from anywhere else (no caller waiting), it simply runs here."""
+    jobs = _CALLER.get()
+    if jobs is None:
+        return function()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+    jobs.put((function, done))
+    return await asyncio.wrap_future(done)
 
 
 class LoopThread:
@@ -65,13 +87,21 @@ class LoopThread:
                 "a synchronous relay_nb call was made from inside relay_nb's own loop (e.g. "
                 "from a tool); use the async form (ask_async) there"
             )
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+
+        async def with_caller() -> T:
+            _CALLER.set(jobs)  # tasks the coroutine starts inherit it
+            return await coroutine
+
+        future = asyncio.run_coroutine_threadsafe(with_caller(), self.loop)
         try:
-            while True:
-                try:
-                    return future.result(timeout=_WAIT_SLICE_S)
-                except concurrent.futures.TimeoutError:
-                    continue
+            while not future.done():
+                # no `continue` inside an `except` here: on CPython 3.11 a KeyboardInterrupt
+                # delivered at that backward jump escapes the enclosing handler (seen here)
+                job = _next_job(jobs)
+                if job is not None:
+                    _run_job(*job)
+            return future.result()
         except KeyboardInterrupt:
             if on_interrupt is not None:
                 on_interrupt()
@@ -87,3 +117,21 @@ def run_sync(
 ) -> T:
     """:meth:`LoopThread.run` on the process's shared loop thread."""
     return LoopThread.get().run(coroutine, on_interrupt=on_interrupt)
+
+
+def _next_job(jobs: queue.SimpleQueue[_Job]) -> _Job | None:
+    try:
+        return jobs.get(timeout=_WAIT_SLICE_S)
+    except queue.Empty:
+        return None
+
+
+def _run_job(function: Callable[[], Any], done: concurrent.futures.Future[Any]) -> None:
+    if not done.set_running_or_notify_cancel():
+        return
+    try:
+        done.set_result(function())
+    except BaseException as exc:  # KeyboardInterrupt in input() included: it belongs there
+        done.set_exception(exc)
+        if isinstance(exc, KeyboardInterrupt):
+            raise

