@@ -67,6 +67,13 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext relay_nb``: register the ``%relay`` magics (see relay_nb.notebook)."""
+    from relay_nb.notebook import load_ipython_extension as load
+
+    load(shell)
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:

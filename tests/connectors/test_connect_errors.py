@@ -15,8 +15,8 @@ from relay_nb import ConfigurationError, SQLConnector
         ("notadb://u@h/db", "unknown database kind 'notadb'"),
         (
             "postgresql+asyncpg://u:hunter2@127.0.0.1/db",
-            "the database driver 'asyncpg' for postgresql+asyncpg://u:[REDACTED]@127.0.0.1/db is not "
-            "installed; pip install 'relay-nb[postgres]', or use the driver it installs: "
+            "the database driver 'asyncpg' for postgresql+asyncpg://u:[REDACTED]@127.0.0.1/db "
+            "is not installed; pip install 'relay-nb[postgres]', or use the driver it installs: "
             "postgresql+psycopg://USER@HOST/DB",
         ),
         ("mssql+pyodbc://u:hunter2@h/db", "install the 'pyodbc' package"),

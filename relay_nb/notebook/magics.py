@@ -1,0 +1,309 @@
+"""``%relay`` and ``%%relay``: ask a question from a cell, or manage the session.
+
+Layout, after JupySQL: the magic parses its line into a :class:`Command` (options first, each
+starting with ``--``, then the question as raw text, so apostrophes and SQL-looking words in a
+question are never mistaken for syntax), and runs it against the kernel's default ``Relay``
+(``relay_nb.session()``). Settings are traitlets: ``%config RelayMagics.max_cost_usd = 0.5``.
+
+Errors are raised, so "Run All" and nbval stop at the failing cell, but shown short: a usage
+mistake as IPython's ``UsageError``, anything else relay_nb reports as one line (no
+traceback into library internals, no secrets).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+
+from relay_nb.agent.approval import ApprovalRequest, Approver, approve_all
+from relay_nb.agent.caps import UsageCaps
+from relay_nb.errors import RelayError
+from relay_nb.facade.loop_thread import call_in_caller
+from relay_nb.facade.relay import Relay
+from relay_nb.notebook.render_text import describe_usage
+from relay_nb.notebook.view import NotebookTurn, turn_bundle
+
+__all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
+
+# option -> number of values it takes
+_OPTIONS: dict[str, int] = {
+    "--model": 1,
+    "--skill": 1,
+    "--max-steps": 1,
+    "--max-cost": 1,
+    "--out": 1,
+    "--sql": 0,
+    "--connect": 2,
+    "--tables": 1,
+    "--row-limit": 1,
+    "--connectors": 0,
+    "--usage": 0,
+    "--history": 0,
+    "--reset": 0,
+}
+_ACTIONS = ("--connect", "--connectors", "--usage", "--history", "--reset")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
+
+USAGE = (
+    "usage: %relay [--model PROFILE] [--skill NAME] [--max-steps N] [--max-cost USD] "
+    "[--out VAR] [--sql] QUESTION  |  %relay --connect NAME URL [--tables a,b] "
+    "[--row-limit N]  |  %relay --connectors | --usage | --history | --reset"
+)
+
+
+class RelayCellError(Exception):
+    """A relay_nb failure in a cell, shown as one line instead of a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"RelayError: {self}"]
+
+
+@dataclass
+class Command:
+    """A parsed ``%relay`` line: options by name (without ``--``) and the question."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    question: str = ""
+
+    @property
+    def action(self) -> str:
+        for name in _ACTIONS:
+            if name[2:] in self.options:
+                return name[2:]
+        return "ask"
+
+
+def parse_command(line: str, cell: str | None = None) -> Command:
+    """Options up to the first word that is not one (or ``--``); the rest is the question.
+
+    In a cell magic the question is the cell body and the line holds only options.
+    """
+    words = line.split()
+    command = Command()
+    index = 0
+    while index < len(words) and words[index].startswith("--"):
+        word = words[index]
+        if word == "--":
+            index += 1
+            break
+        if word not in _OPTIONS:
+            raise UsageError(f"unknown option {word}; {USAGE}")
+        arity = _OPTIONS[word]
+        values = words[index + 1 : index + 1 + arity]
+        if len(values) < arity or any(v.startswith("--") for v in values):
+            raise UsageError(f"{word} needs {arity} value{'s' if arity > 1 else ''}; {USAGE}")
+        key = word[2:]
+        if key in command.options:
+            raise UsageError(f"{word} given twice")
+        command.options[key] = True if arity == 0 else values[0] if arity == 1 else values
+        index += 1 + arity
+    rest = _rest_of_line(line, words, index)
+    if cell is not None:
+        if rest:
+            raise UsageError(f"%%relay takes only options on its line, got {rest!r}; {USAGE}")
+        rest = cell.strip()
+    command.question = rest
+    _check(command)
+    return command
+
+
+def _rest_of_line(line: str, words: list[str], index: int) -> str:
+    """The raw text after the first ``index`` words (spacing inside the question kept)."""
+    text = line.strip()
+    for word in words[:index]:
+        text = text[text.index(word) + len(word) :].lstrip()
+    return text
+
+
+def _check(command: Command) -> None:
+    options, actions = command.options, [a for a in _ACTIONS if a[2:] in command.options]
+    if len(actions) > 1:
+        raise UsageError(f"use one of {', '.join(actions)} at a time")
+    if actions and command.question:
+        raise UsageError(f"{actions[0]} takes no question; ask in a separate %relay")
+    if not actions and not command.question:
+        raise UsageError(f"no question; {USAGE}")
+    if ("tables" in options or "row-limit" in options) and "connect" not in options:
+        raise UsageError("--tables and --row-limit go with --connect")
+    for name in ("max-steps", "row-limit"):
+        if name in options and not str(options[name]).isdigit():
+            raise UsageError(f"--{name} takes a whole number, got {options[name]!r}")
+    if "max-cost" in options:
+        try:
+            float(options["max-cost"])
+        except ValueError:
+            raise UsageError(f"--max-cost takes dollars, got {options['max-cost']!r}") from None
+    if "out" in options and not _IDENTIFIER.match(options["out"]):
+        raise UsageError(f"--out takes a variable name, got {options['out']!r}")
+
+
+def interpolate(question: str, namespace: dict[str, Any]) -> str:
+    """``{name}``, ``{In[3]}``, ``{Out[4]}`` from the notebook; ``{{``/``}}`` for braces.
+
+    Only names and one integer index: a question is text, never code to evaluate.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            return token[0]
+        name, index = match.group(1), match.group(2)
+        if name not in namespace:
+            raise UsageError(
+                f"{{{name}}} in the question: no variable {name!r} in the notebook "
+                "(write {{ and }} for literal braces)"
+            )
+        value = namespace[name]
+        if index is not None:
+            try:
+                value = value[int(index)]
+            except (KeyError, IndexError, TypeError):
+                raise UsageError(f"{token}: {name} has no entry {index}") from None
+        return str(value)
+
+    return _PLACEHOLDER.sub(substitute, question)
+
+
+@magics_class
+class RelayMagics(Magics):
+    """The ``%relay`` line and ``%%relay`` cell magic (see the module docstring)."""
+
+    model = Unicode(
+        None, allow_none=True, help="Model profile for the default session (None: auto)."
+    ).tag(config=True)
+    display_rows = Int(20, help="Rows of each result shown in the saved output.").tag(config=True)
+    approval = CaselessStrEnum(
+        ["ask", "deny", "allow"],
+        default_value="ask",
+        help="Tools that need approval: ask (prompt in the notebook), deny, or allow.",
+    ).tag(config=True)
+    max_cost_usd = Float(
+        None, allow_none=True, help="Per-turn cost cap in USD (None: no cap)."
+    ).tag(config=True)
+    show_sql_cell = Bool(
+        False, help="Like --sql on every question: put the last SQL into a new cell."
+    ).tag(config=True)
+
+    @no_var_expand  # IPython's own {x}/$x expansion would eat "$100" and "{{"; see interpolate
+    @line_cell_magic
+    def relay(self, line: str, cell: str | None = None) -> Any:
+        command = parse_command(line, cell)
+        try:
+            return getattr(self, f"_{command.action}")(command)
+        except RelayError as exc:
+            raise RelayCellError(str(exc)) from None
+
+    # -- the default session ------------------------------------------------------------------
+
+    def _session(self) -> Relay:
+        """The kernel's default Relay, created with this magic's settings on first use."""
+        from relay_nb.facade import relay as facade
+
+        if facade._default is None:
+            return facade.session(model=self.model, notebook=_notebook_name())
+        return facade.session()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def _ask(self, command: Command) -> NotebookTurn:
+        from IPython.display import display
+
+        relay = self._session()
+        options = command.options
+        question = interpolate(command.question, self.shell.user_ns)
+        cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
+        turn = relay.ask(
+            question,
+            skills=options.get("skill"),
+            model=options.get("model"),
+            max_steps=int(options["max-steps"]) if "max-steps" in options else None,
+            caps=UsageCaps(max_cost_usd=cap) if cap is not None else None,
+            approver=self._approver(),
+        )
+        data, metadata = turn_bundle(turn, max_rows=self.display_rows)
+        display(data, metadata=metadata, raw=True)
+        shown = NotebookTurn.wrap(
+            turn, shown_in_cell=self.shell.execution_count, max_rows=self.display_rows
+        )
+        if "out" in options:
+            if turn.df is None:
+                print(f"--out {options['out']}: this turn produced no DataFrame; not set")
+            else:
+                self.shell.user_ns[options["out"]] = turn.df
+        if ("sql" in options or self.show_sql_cell) and turn.queries:
+            self.shell.set_next_input(turn.queries[-1], replace=False)
+        if turn.finish_reason == "error":
+            error = next((e for e in reversed(turn.events) if e.type == "error"), None)
+            message = error.message if error is not None else "the turn failed"
+            raise RelayCellError(message)
+        return shown
+
+    def _connect(self, command: Command) -> None:
+        name, url = command.options["connect"]
+        tables = command.options.get("tables")
+        connector = self._session().connect(
+            name,
+            url,
+            tables=tables.split(",") if tables else None,
+            row_limit=int(command.options.get("row-limit", 200)),
+        )
+        print(f"connected {connector.id!r}: {len(connector.tools())} tools")
+
+    def _connectors(self, command: Command) -> Any:
+        import pandas as pd
+
+        rows = [
+            {"id": c.id, "kind": c.kind, "name": c.name, "tools": _tool_names(c)}
+            for c in self._session().connectors.values()
+        ]
+        return pd.DataFrame(rows, columns=["id", "kind", "name", "tools"])
+
+    def _usage(self, command: Command) -> None:
+        relay = self._session()
+        turns = relay.turns
+        model = turns[-1].model if turns else ""
+        print(f"session: {len(turns)} turns · " + describe_usage(relay.usage, model))
+
+    def _history(self, command: Command) -> None:
+        for message in self._session().history:
+            text = message.text().strip().replace("\n", " ")
+            calls = [p.name for p in message.parts() if p.type == "tool-call"]
+            label = text[:120] or (f"calls {', '.join(calls)}" if calls else "(tool result)")
+            print(f"{message.role:>9}: {label}")
+
+    def _reset(self, command: Command) -> None:
+        self._session().reset()
+        print("conversation reset (connectors, skills and usage totals kept)")
+
+    def _approver(self) -> Approver | None:
+        if self.approval == "allow":
+            return approve_all
+        if self.approval == "deny":
+            return None
+        return _ask_with_input
+
+
+def _tool_names(connector: Any) -> str:
+    return ", ".join(tool.name for tool in connector.tools())
+
+
+async def _ask_with_input(request: ApprovalRequest) -> bool:
+    """The notebook's fallback approver: a prompt on the cell's own thread (``input()``)."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in request.input.items())
+    prompt = f"relay_nb: allow {request.name}({shown})? [y/N] "
+    answer = await call_in_caller(lambda: input(prompt))
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _notebook_name() -> str | None:
+    """The notebook's file name when the Jupyter server says it (never a full path)."""
+    name = os.environ.get("JPY_SESSION_NAME")
+    return Path(name).name if name else None

@@ -1,0 +1,198 @@
+"""%relay / %%relay through a real IPython shell: every option, interpolation, errors."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.notebook.magics import RelayCellError, interpolate, parse_command
+from relay_nb.notebook.view import NotebookTurn
+from relay_nb.testing.shell import TestingShell
+
+COUNT = "SELECT COUNT(*) AS n FROM products"
+
+
+def query(sql: str) -> dict:
+    return {"tool_calls": [{"name": "query_shop", "input": {"sql": sql}}]}
+
+
+def test_a_question_is_shown_once_and_returned(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add(query(COUNT), {"text": "There are **20** products."})
+    run = shell.run("%relay how many products do we sell?")
+    assert isinstance(run.result, NotebookTurn) and run.result.answer.startswith("There are")
+    (text,) = run.texts  # displayed by the magic, not a second time as Out
+    assert text.splitlines()[0] == "Q: how many products do we sell?"
+    assert "SELECT COUNT(*) AS n FROM products LIMIT 201" in text
+    assert "<strong>20</strong>" in run.htmls[0]
+    assert model.requests[0].messages[-1].text() == "how many products do we sell?"
+
+
+def test_assigning_the_turn_and_showing_it_later(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add({"text": "hello"})
+    shell.run("t = %relay say hello")
+    assert shell.user_ns["t"].answer == "hello"
+    later = shell.run("t")
+    assert later.texts and later.texts[0].startswith("Q: say hello")
+
+
+def test_cell_magic_with_out_and_sql(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add(query(COUNT), {"text": "20"})
+    shell.run("%%relay --out counts --sql\nhow many\nproducts?")
+    assert int(shell.user_ns["counts"].iloc[0]["n"]) == 20
+    assert shell.ip.rl_next_input == "SELECT COUNT(*) AS n FROM products LIMIT 201"
+    assert model.requests[0].messages[-1].text() == "how many\nproducts?"
+
+
+def test_interpolation_of_variables_inputs_and_outputs(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add({"text": "ok"})
+    shell.run("region = 'EMEA'")
+    shell.run("%relay revenue in {region} for {{all}} years")
+    assert model.requests[-1].messages[-1].text() == "revenue in EMEA for {all} years"
+    assert interpolate("{In[1]}", {"In": ["", "x = 1"]}) == "x = 1"
+    assert interpolate("{Out[2]}", {"Out": {2: 42}}) == "42"
+    with pytest.raises(UsageError, match="no variable 'nope'"):
+        shell.run("%relay revenue in {nope}")
+    with pytest.raises(UsageError, match="has no entry 9"):
+        interpolate("{Out[9]}", {"Out": {}})
+    assert interpolate("{os.system}", {}) == "{os.system}"  # never evaluated
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--frobnicate what?", "unknown option --frobnicate"),
+        ("--out", "--out needs 1 value"),
+        ("--max-steps many what?", "--max-steps takes a whole number"),
+        ("--max-cost cheap what?", "--max-cost takes dollars"),
+        ("--out 1x what?", "--out takes a variable name"),
+        ("--usage and a question", "--usage takes no question"),
+        ("--usage --reset", "one of --usage, --reset"),
+        ("", "no question"),
+        ("--tables a,b what?", "go with --connect"),
+        ("--model", "--model needs 1 value"),
+    ],
+)
+def test_usage_errors(shell: TestingShell, relay: Relay, line: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        shell.run(f"%relay {line}")
+
+
+def test_options_stop_at_the_question() -> None:
+    command = parse_command("--skill sales what does --out mean in '--out VAR'?")
+    assert command.options == {"skill": "sales"}
+    assert command.question == "what does --out mean in '--out VAR'?"
+    assert parse_command("-- --usage is a word here").question == "--usage is a word here"
+    with pytest.raises(UsageError, match="only options on its line"):
+        parse_command("--out x what", "cell body")
+
+
+def test_per_question_options_reach_the_turn(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    relay.skill("sales", prompt="Sales rules.", connectors=["shop"])
+    other = ScriptedRuntime([{"text": "from the other model"}])
+    shell.user_ns["other"] = other
+    model.add(query(COUNT), query(COUNT), {"text": "unused"})
+    run = shell.run("%relay --skill sales --max-steps 1 count products")
+    assert run.result.finish_reason == "max_steps" and "stopped: max_steps" in run.texts[0]
+    assert "Sales rules." in model.requests[-1].system_text()
+
+
+def test_connect_connectors_usage_history_reset(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime, shop_url: str
+) -> None:
+    out = shell.run(f"%relay --connect archive {shop_url} --tables products,orders --row-limit 5")
+    assert "connected 'archive'" in out.stdout
+    assert relay.connectors["archive"].row_limit == 5
+    frame = shell.run("%relay --connectors").result
+    assert list(frame["id"]) == ["shop", "archive"]
+    model.add({"text": "first answer"})
+    shell.run("%relay first question")
+    assert "session: 1 turns · claude-haiku-4-5" in shell.run("%relay --usage").stdout
+    history = shell.run("%relay --history").stdout
+    assert "user: first question" in history and "assistant: first answer" in history
+    assert "conversation reset" in shell.run("%relay --reset").stdout
+    assert relay.history == []
+
+
+def test_a_failed_turn_raises_a_short_error_after_showing_the_trace(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add({"error": {"code": "AUTHENTICATION_FAILED", "message": "bad API key; set it"}})
+    with pytest.raises(RelayCellError, match="bad API key; set it") as caught:
+        shell.run("%relay anything")
+    assert caught.value._render_traceback_() == ["RelayError: bad API key; set it"]
+
+
+def test_configuration_errors_are_short(shell: TestingShell, relay: Relay) -> None:
+    with pytest.raises(RelayCellError, match="pip install 'relay-nb\\[postgres\\]'") as caught:
+        shell.run("%relay --connect pg postgresql+asyncpg://me:hunter2@127.0.0.1/db")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_config_traits(shell: TestingShell, relay: Relay, model: ScriptedRuntime) -> None:
+    shell.run("%config RelayMagics.display_rows = 3")
+    shell.run("%config RelayMagics.max_cost_usd = 0.000001")
+    model.add(query("SELECT id FROM products"), {"text": "unused"})
+    run = shell.run("%relay list products")
+    assert run.result.finish_reason == "usage_cap" and model.remaining == 2
+    shell.run("%config RelayMagics.max_cost_usd = None")
+    run = shell.run("%relay list products")
+    assert "first 3 of 20 rows" in run.htmls[0]
+
+
+@pytest.mark.parametrize(
+    ("mode", "typed", "ran"),
+    [("ask", "y", True), ("ask", "", False), ("deny", None, False), ("allow", None, True)],
+)
+def test_approval_modes(
+    shell: TestingShell,
+    relay: Relay,
+    model: ScriptedRuntime,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    typed: str | None,
+    ran: bool,
+) -> None:
+    calls: list[str] = []
+    prompts: list[str] = []
+
+    @relay.tool(requires_approval=True)
+    def wipe_cache(name: str) -> str:
+        """Wipes a cache."""
+        calls.append(name)
+        return "wiped"
+
+    def fake_input(prompt: str) -> str:
+        prompts.append(prompt)
+        assert typed is not None, "must not prompt"
+        return typed
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    shell.run(f"%config RelayMagics.approval = '{mode}'")
+    model.add({"tool_calls": [{"name": "wipe_cache", "input": {"name": "x"}}]}, {"text": "ok"})
+    shell.run("%relay wipe the x cache")
+    assert calls == (["x"] if ran else [])
+    if typed is not None:
+        assert prompts == ["relay_nb: allow wipe_cache(name='x')? [y/N] "]
+
+
+def test_questions_ending_in_a_question_mark_are_asked_not_looked_up(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add({"text": "a"}, {"text": "b"})
+    run = shell.run("%relay which customers spent over $100?")
+    assert run.result.answer == "a"
+    assert model.requests[-1].messages[-1].text() == "which customers spent over $100?"
+    shell.run("answer = %relay and last year?")
+    assert shell.user_ns["answer"].answer == "b"
+    assert shell.run("x = 1\nx?").stdout  # IPython's own help still works elsewhere
