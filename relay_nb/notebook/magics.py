@@ -270,7 +270,11 @@ class RelayMagics(Magics):
         relay = self._session()
         turns = relay.turns
         model = turns[-1].model if turns else ""
-        print(f"session: {len(turns)} turns · " + describe_usage(relay.usage, model))
+        count = len(turns)
+        print(
+            f"session: {count} turn{'s' if count != 1 else ''} · "
+            + describe_usage(relay.usage, model)
+        )
 
     def _history(self, command: Command) -> None:
         for message in self._session().history:

@@ -117,7 +117,7 @@ def test_connect_connectors_usage_history_reset(
     assert list(frame["id"]) == ["shop", "archive"]
     model.add({"text": "first answer"})
     shell.run("%relay first question")
-    assert "session: 1 turns · claude-haiku-4-5" in shell.run("%relay --usage").stdout
+    assert "session: 1 turn · claude-haiku-4-5" in shell.run("%relay --usage").stdout
     history = shell.run("%relay --history").stdout
     assert "user: first question" in history and "assistant: first answer" in history
     assert "conversation reset" in shell.run("%relay --reset").stdout
