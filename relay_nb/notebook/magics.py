@@ -27,7 +27,7 @@ from relay_nb.agent.caps import UsageCaps
 from relay_nb.errors import RelayError
 from relay_nb.facade.loop_thread import call_in_caller
 from relay_nb.facade.relay import Relay
-from relay_nb.notebook.render_text import describe_usage
+from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]

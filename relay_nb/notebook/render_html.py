@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
-from relay_nb.notebook.render_text import _sql_of, _status, describe_usage
+from relay_nb.facade.transcript import describe_usage, sql_of, status_of
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -55,11 +55,11 @@ def turn_html(turn: TurnResult, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
 
 def _tool_html(index: int, outcome: ToolOutcome, max_rows: int) -> str:
     artifact = outcome.artifact
-    status = "error" if outcome.is_error else _status(artifact)
+    status = "error" if outcome.is_error else status_of(artifact)
     elapsed = f" · {outcome.elapsed_ms:.0f} ms" if outcome.elapsed_ms else ""
     summary = f"[{index}] {html.escape(outcome.name)} · {html.escape(status)}{elapsed}"
     body = []
-    sql = _sql_of(outcome)
+    sql = sql_of(outcome)
     if sql:
         body.append(sql_html(sql))
     if outcome.is_error:

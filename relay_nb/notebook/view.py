@@ -18,7 +18,7 @@ from pydantic import PrivateAttr
 
 from relay_nb.agent.loop import TurnResult
 from relay_nb.notebook.render_html import HTML_PREVIEW_ROWS, turn_html
-from relay_nb.notebook.render_text import turn_text
+from relay_nb.facade.transcript import turn_text
 
 __all__ = ["NotebookTurn", "TurnView", "turn_bundle"]
 

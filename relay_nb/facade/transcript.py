@@ -1,6 +1,6 @@
-"""A turn as deterministic plain text: the ``text/plain`` of its saved output.
+"""A turn as deterministic plain text: the notebook's ``text/plain`` and the CLI's transcript.
 
-Deterministic so that nbval can compare a re-executed notebook with the saved one and a diff
+It lives below both (the notebook and the CLI may not import each other). Deterministic so that nbval can compare a re-executed notebook with the saved one and a diff
 of two runs shows what changed in the *answer*: no turn ids, no timings, no paths. What stays:
 the question, each tool call with its SQL and how it ended, the first rows of each result,
 the answer, and what the turn cost.
@@ -14,7 +14,7 @@ from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.runtime.types import Usage
 
-__all__ = ["TEXT_PREVIEW_ROWS", "describe_usage", "turn_text"]
+__all__ = ["TEXT_PREVIEW_ROWS", "describe_usage", "sql_of", "status_of", "turn_text"]
 
 TEXT_PREVIEW_ROWS = 5
 _MAX_LINE = 160
@@ -51,9 +51,9 @@ def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str
 
 def _tool_lines(index: int, outcome: ToolOutcome, preview_rows: int) -> list[str]:
     artifact = outcome.artifact
-    status = "error" if outcome.is_error else _status(artifact)
+    status = "error" if outcome.is_error else status_of(artifact)
     lines = [f"[{index}] {outcome.name}: {status}"]
-    sql = _sql_of(outcome)
+    sql = sql_of(outcome)
     if sql:
         lines += ["    " + line for line in sql.strip().splitlines()]
     if outcome.is_error:
@@ -66,7 +66,7 @@ def _tool_lines(index: int, outcome: ToolOutcome, preview_rows: int) -> list[str
     return lines
 
 
-def _status(artifact: Any) -> str:
+def status_of(artifact: Any) -> str:
     rows = getattr(artifact, "row_count", None)
     if rows is None:
         return "ok"
@@ -74,7 +74,7 @@ def _status(artifact: Any) -> str:
     return f"{rows:,} row{'s' if rows != 1 else ''}{more}"
 
 
-def _sql_of(outcome: ToolOutcome) -> str:
+def sql_of(outcome: ToolOutcome) -> str:
     executed = getattr(outcome.artifact, "executed_sql", None)
     if isinstance(executed, str) and executed:
         return executed
