@@ -1,9 +1,10 @@
 """A turn as deterministic plain text: the notebook's ``text/plain`` and the CLI's transcript.
 
-It lives below both (the notebook and the CLI may not import each other). Deterministic so that nbval can compare a re-executed notebook with the saved one and a diff
-of two runs shows what changed in the *answer*: no turn ids, no timings, no paths. What stays:
-the question, each tool call with its SQL and how it ended, the first rows of each result,
-the answer, and what the turn cost.
+It lives below both, since the notebook and the CLI may not import each other. Deterministic
+so that nbval can compare a re-executed notebook with the saved one, and a diff of two runs
+shows what changed in the *answer*: no turn ids, no timings, no paths. What stays: the
+question, each tool call with its SQL and how it ended, the first rows of each result, the
+answer, and what the turn cost.
 """
 
 from __future__ import annotations

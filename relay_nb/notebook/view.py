@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from relay_nb.agent.loop import TurnResult
-from relay_nb.notebook.render_html import HTML_PREVIEW_ROWS, turn_html
 from relay_nb.facade.transcript import turn_text
+from relay_nb.notebook.render_html import HTML_PREVIEW_ROWS, turn_html
 
 __all__ = ["NotebookTurn", "TurnView", "turn_bundle"]
 
