@@ -28,6 +28,7 @@ from relay_nb.errors import RelayError
 from relay_nb.facade.loop_thread import call_in_caller
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.transcript import describe_usage
+from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
@@ -188,6 +189,9 @@ class RelayMagics(Magics):
     max_cost_usd = Float(
         None, allow_none=True, help="Per-turn cost cap in USD (None: no cap)."
     ).tag(config=True)
+    widgets = Bool(
+        True, help="Show the turn live (ipywidgets) while it runs; the saved output is static."
+    ).tag(config=True)
     show_sql_cell = Bool(
         False, help="Like --sql on every question: put the last SQL into a new cell."
     ).tag(config=True)
@@ -220,16 +224,34 @@ class RelayMagics(Magics):
         options = command.options
         question = interpolate(command.question, self.shell.user_ns)
         cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
-        turn = relay.ask(
-            question,
-            skills=options.get("skill"),
-            model=options.get("model"),
-            max_steps=int(options["max-steps"]) if "max-steps" in options else None,
-            caps=UsageCaps(max_cost_usd=cap) if cap is not None else None,
-            approver=self._approver(),
-        )
-        data, metadata = turn_bundle(turn, max_rows=self.display_rows)
-        display(data, metadata=metadata, raw=True)
+        view = None
+        if self.widgets:
+            view = LiveTurnView(question, max_rows=self.display_rows, session_usage=relay.usage)
+            view.show()
+        turns_before = len(relay.session.turns)
+        try:
+            turn = relay.ask(
+                question,
+                skills=options.get("skill"),
+                model=options.get("model"),
+                max_steps=int(options["max-steps"]) if "max-steps" in options else None,
+                caps=UsageCaps(max_cost_usd=cap) if cap is not None else None,
+                approver=self._approver(),
+                on_event=view.on_event if view is not None else None,
+            )
+        except BaseException:
+            if view is not None:  # Ctrl-C: show the cancelled turn's trace, if it was kept
+                turns = relay.session.turns
+                if len(turns) > turns_before:
+                    view.finish(turns[-1])
+                else:
+                    view.interrupted()
+            raise
+        if view is not None:
+            view.finish(turn)
+        else:
+            data, metadata = turn_bundle(turn, max_rows=self.display_rows)
+            display(data, metadata=metadata, raw=True)
         shown = NotebookTurn.wrap(
             turn, shown_in_cell=self.shell.execution_count, max_rows=self.display_rows
         )

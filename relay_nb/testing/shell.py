@@ -23,7 +23,8 @@ class CellRun:
 
     @property
     def texts(self) -> list[str]:
-        return [o["text/plain"] for o in self.outputs if "text/plain" in o]
+        """The non-empty ``text/plain`` outputs (a finished live view leaves an empty one)."""
+        return [o["text/plain"] for o in self.outputs if o.get("text/plain")]
 
     @property
     def htmls(self) -> list[str]:
@@ -52,10 +53,26 @@ class TestingShell:
             raise error
         return CellRun(
             result=executed.result,
-            outputs=[output.data for output in captured.outputs],
+            outputs=_fold_updates(captured.outputs),
             stdout=captured.stdout,
         )
 
     @property
     def user_ns(self) -> dict[str, Any]:
         return self.ip.user_ns
+
+
+def _fold_updates(outputs: list[Any]) -> list[dict[str, Any]]:
+    """Displays as a notebook ends up with them: an ``update_display`` replaces the output
+    with the same display id instead of adding one."""
+    folded: list[dict[str, Any]] = []
+    slots: dict[str, int] = {}
+    for output in outputs:
+        display_id = (getattr(output, "transient", None) or {}).get("display_id")
+        if display_id is not None and getattr(output, "update", False) and display_id in slots:
+            folded[slots[display_id]] = output.data
+            continue
+        if display_id is not None:
+            slots[display_id] = len(folded)
+        folded.append(output.data)
+    return folded

@@ -35,9 +35,9 @@ def relay(shell: TestingShell, model: ScriptedRuntime, shop_url: str) -> Iterato
     session = Relay(model, ledger=False)
     session.connect("shop", shop_url)
     facade._default = session
-    config = shell.ip.config
-    for name in ("display_rows", "approval", "max_cost_usd", "show_sql_cell"):
-        config.RelayMagics.pop(name, None)
+    magics = shell.ip.magics_manager.registry["RelayMagics"]
+    for name, trait in magics.traits(config=True).items():  # undo any %config of a test
+        setattr(magics, name, trait.default())
     yield session
     facade._default = None
     session.close()

@@ -1,0 +1,88 @@
+"""The live view: a real turn's events drive real ipywidgets, then the static trace
+replaces them in the same display."""
+
+from __future__ import annotations
+
+import threading
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.notebook.live import LiveTurnView
+from relay_nb.runtime.types import Usage
+from relay_nb.testing.shell import TestingShell
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_events_drive_the_widgets_and_the_trace_replaces_them(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add(
+        {"tool_calls": [{"name": "query_shop", "input": {"sql": "SELECT nope FROM products"}}]},
+        {
+            "tool_calls": [
+                {"name": "query_shop", "input": {"sql": "SELECT COUNT(*) AS n FROM products"}}
+            ]
+        },
+        {"text": "There are 20 products."},
+    )
+    view = LiveTurnView(
+        "how many?", max_rows=5, session_usage=Usage(input_tokens=0, output_tokens=0, cost_usd=0.01)
+    )
+    threads: set[str] = set()
+
+    def record(event) -> None:
+        threads.add(threading.current_thread().name)
+        view.on_event(event)
+
+    turn = relay.ask("how many?", on_event=record)
+    assert threads == {"relay_nb-loop"}  # widgets were updated from relay_nb's loop thread
+    first, second = view.calls.children
+    assert first.get_title(0) == "[1] query_shop · error" and first.selected_index == 0
+    assert second.get_title(0).startswith("[2] query_shop · 1 row")
+    assert "SELECT" in second.children[0].value and "20" in second.children[0].value
+    assert view.answer.value.endswith("There are 20 products.</div>")
+    assert "done (stop)" in view.status.value
+    assert "this turn: claude-haiku-4-5" in view.usage.value
+    session_total = 0.01 + turn.usage.cost_usd
+    assert f"session: ${session_total:.4f}" in view.usage.value
+
+
+def test_the_magic_shows_widgets_then_leaves_only_the_static_trace(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    from IPython.utils.capture import capture_output
+
+    model.add(
+        {
+            "tool_calls": [
+                {"name": "query_shop", "input": {"sql": "SELECT COUNT(*) AS n FROM products"}}
+            ]
+        },
+        {"text": "20"},
+    )
+    with capture_output() as captured:
+        shell.ip.run_cell("%relay how many products?")
+    live, *middle, final = captured.outputs
+    assert WIDGET_VIEW in live.data and live.data["text/plain"] == ""
+    (blanked,) = [o for o in middle if o.update]  # the live view, blanked when done
+    assert blanked.transient["display_id"] == live.transient["display_id"]
+    assert blanked.data == {"text/plain": ""}
+    assert not final.update and WIDGET_VIEW not in final.data and "text/html" in final.data
+    assert final.data["text/plain"].startswith("Q: how many products?")
+    assert final.metadata["relay_nb"]["model"] == "claude-haiku-4-5"
+
+
+def test_widgets_can_be_turned_off(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    from IPython.utils.capture import capture_output
+
+    shell.run("%config RelayMagics.widgets = False")
+    model.add({"text": "plain"})
+    try:
+        with capture_output() as captured:
+            shell.ip.run_cell("%relay no widgets please")
+    finally:
+        shell.run("%config RelayMagics.widgets = True")
+    (only,) = captured.outputs
+    assert WIDGET_VIEW not in only.data and only.data["text/plain"].startswith("Q: no widgets")
