@@ -20,7 +20,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -105,6 +105,11 @@ class TurnResult(BaseModel):
         """The last result DataFrame (usually the one the answer is about), or None."""
         frames = self.frames
         return frames[-1] if frames else None
+
+    @property
+    def charts(self) -> list[Any]:
+        """The charts the ``chart`` tool drew in this turn (each has ``.png``)."""
+        return [a for a in self.artifacts if getattr(a, "png", None) is not None]
 
     @property
     def queries(self) -> list[str]:
@@ -542,6 +547,7 @@ async def run_turn(
     caps: UsageCaps | None = None,
     limits: Sequence[UsageLimit] = (),
     batch: bool = False,
+    results: MutableMapping[str, Any] | None = None,
 ) -> TurnResult:
     """Answer ``question`` with ``runtime``, letting it call ``tools`` for up to ``max_steps``.
 
@@ -550,7 +556,9 @@ async def run_turn(
     instead ends the turn with ``finish_reason="cancelled"`` and a conversation in which every
     tool call has a result. ``caps`` limits this turn; ``limits`` carries further caps with
     what was already spent against them (a session's). ``batch=True`` prices calls at the
-    Message Batches discount (the caller routes them through a batch).
+    Message Batches discount (the caller routes them through a batch). ``results``, when
+    given, receives every tool artifact by its call id as it arrives (the chart tool reads
+    it within the same turn).
     """
     if max_steps < 1:
         raise ConfigurationError(f"max_steps must be at least 1, got {max_steps}")
@@ -598,6 +606,10 @@ async def run_turn(
             for problem in problems:
                 turn.report(problem)
             outcomes, cancelled = await turn.run_tools(calls) if calls else ([], False)
+            if results is not None:
+                for outcome in outcomes:
+                    if outcome.artifact is not None:
+                        results[outcome.tool_call_id] = outcome.artifact
             by_id = {o.tool_call_id: o for o in [*problems, *outcomes]}
             _in_conversation(conversation, [by_id[c.id] for c in result.tool_calls])
             if cancelled:

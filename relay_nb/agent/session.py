@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.batching import BatchGate
 from relay_nb.agent.caps import SpendMeter, UsageCaps, UsageLimit, plan_call
+from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
 from relay_nb.agent.events import Event
 from relay_nb.agent.history import History, digest
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
@@ -95,6 +96,7 @@ class Session:
         inline_result_chars: int = 2000,
         compact_with_model: bool = True,
         keep_turns: int = 100,
+        charts: bool = True,
         notebook: str | None = None,
         session_id: str | None = None,
     ) -> None:
@@ -126,6 +128,9 @@ class Session:
         self.resolver = ContextResolver(
             [RecentTurnsSource((), memory=self._memory, max_turns=0, name="memory")]
         )
+        self.artifacts = ResultStore()
+        """Recent tool artifacts by call id (what the ``chart`` tool draws from)."""
+        self._chart_tool = chart_tool(self.artifacts) if charts else None
         self._routers: dict[object, ModelRouter] = {}
         self._meter = SpendMeter()
         """Live spending for the session cap, fed by every call as it is priced."""
@@ -202,7 +207,7 @@ class Session:
 
     def _check_tool_name(self, name: str, *, ignore: Connector | None = None) -> None:
         connectors = [c for c in self.connectors.values() if c is not ignore]
-        taken = {t.name for c in connectors for t in c.tools()} | set(self.tools)
+        taken = {t.name for c in connectors for t in c.tools()} | set(self.tools) | {CHART_TOOL}
         if name in taken:
             raise ConfigurationError(f"a tool named {name!r} is already registered")
 
@@ -395,7 +400,10 @@ class Session:
         extra = (
             list(dict.fromkeys(n for s in active for n in s.tools)) if active else list(self.tools)
         )
-        return tools + [self.tools[name] for name in extra]
+        tools += [self.tools[name] for name in extra]
+        if self._chart_tool is not None and connector_ids:
+            tools.append(self._chart_tool)
+        return tools
 
     def _limits(self) -> list[UsageLimit]:
         """The session cap on the live session meter (fed even while no cap is set)."""
@@ -455,6 +463,7 @@ class Session:
             caps=caps or self.caps,
             limits=self._limits(),
             batch=batch,
+            results=self.artifacts,
         )
 
     def _remember(self, result: TurnResult) -> None:

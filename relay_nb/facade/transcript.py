@@ -9,6 +9,8 @@ answer, and what the turn cost.
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from relay_nb.agent.loop import TurnResult
@@ -21,12 +23,28 @@ TEXT_PREVIEW_ROWS = 5
 _MAX_LINE = 160
 
 
-def turn_text(turn: TurnResult, *, preview_rows: int = TEXT_PREVIEW_ROWS) -> str:
-    """The saved-output summary of ``turn`` (see the module docstring)."""
+def turn_text(
+    turn: TurnResult,
+    *,
+    preview_rows: int = TEXT_PREVIEW_ROWS,
+    format_sql: Callable[[str], str] | None = None,
+    width: int | None = None,
+) -> str:
+    """The saved-output summary of ``turn`` (see the module docstring).
+
+    For a terminal: ``format_sql`` lays out each tool call's SQL for reading (it must be
+    deterministic; the CLI pretty-prints with sqlglot), and ``width`` wraps the answer's long
+    lines at word boundaries. Both default to the saved-output form: SQL as it ran, no wrapping.
+    """
     lines = [f"Q: {_one_line(turn.question)}"]
     for index, outcome in enumerate(turn.tool_results, 1):
-        lines += _tool_lines(index, outcome, preview_rows)
+        lines += _tool_lines(index, outcome, preview_rows, format_sql)
     answer = turn.answer.strip()
+    if answer and width:
+        answer = "\n".join(
+            textwrap.fill(line, width - 3, break_on_hyphens=False) if line else line
+            for line in answer.splitlines()
+        )
     lines.append("A: " + (answer.replace("\n", "\n   ") if answer else "(no answer)"))
     if turn.finish_reason != "stop":
         lines.append(f"stopped: {turn.finish_reason}")
@@ -50,11 +68,18 @@ def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str
     return " · ".join(parts)
 
 
-def _tool_lines(index: int, outcome: ToolOutcome, preview_rows: int) -> list[str]:
+def _tool_lines(
+    index: int,
+    outcome: ToolOutcome,
+    preview_rows: int,
+    format_sql: Callable[[str], str] | None = None,
+) -> list[str]:
     artifact = outcome.artifact
     status = "error" if outcome.is_error else status_of(artifact)
     lines = [f"[{index}] {outcome.name}: {status}"]
     sql = sql_of(outcome)
+    if sql and format_sql is not None:
+        sql = format_sql(sql)
     if sql:
         lines += ["    " + line for line in sql.strip().splitlines()]
     if outcome.is_error:
@@ -62,8 +87,8 @@ def _tool_lines(index: int, outcome: ToolOutcome, preview_rows: int) -> list[str
     elif getattr(artifact, "df", None) is not None and preview_rows > 0:
         table = artifact.df.head(preview_rows).to_string(index=False, max_colwidth=40)
         lines += ["    " + line[:_MAX_LINE] for line in table.splitlines()]
-    elif not outcome.is_error and artifact is None:
-        lines.append("    " + _one_line(outcome.content))
+    elif artifact is None or getattr(artifact, "png", None) is not None:
+        lines.append("    " + _one_line(outcome.content))  # a chart says what it drew
     return lines
 
 

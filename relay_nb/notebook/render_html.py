@@ -14,6 +14,7 @@ twenty-row one does.
 
 from __future__ import annotations
 
+import base64
 import html
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from relay_nb.facade.transcript import describe_usage, sql_of, status_of
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["HTML_PREVIEW_ROWS", "answer_html", "sql_html", "table_html", "turn_html"]
+__all__ = ["HTML_PREVIEW_ROWS", "answer_html", "chart_html", "sql_html", "table_html", "turn_html"]
 
 HTML_PREVIEW_ROWS = 20
 _STYLE = (
@@ -66,9 +67,11 @@ def _tool_html(index: int, outcome: ToolOutcome, max_rows: int) -> str:
         body.append(f'<pre class="relay-error">{html.escape(outcome.content)}</pre>')
     elif getattr(artifact, "df", None) is not None:
         body.append(table_html(artifact.df, max_rows=max_rows))
+    elif getattr(artifact, "png", None) is not None:
+        body.append(chart_html(artifact.png))
     else:
         body.append(f"<pre>{html.escape(outcome.content)}</pre>")
-    opened = " open" if outcome.is_error else ""
+    opened = " open" if outcome.is_error or getattr(artifact, "png", None) else ""
     return f"<details{opened}><summary>{summary}</summary>{''.join(body)}</details>"
 
 
@@ -80,6 +83,12 @@ def table_html(frame: Any, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
     if total > len(shown):
         table += f"<div>first {len(shown):,} of {total:,} rows</div>"
     return table
+
+
+def chart_html(png: bytes) -> str:
+    """A chart inline as a data URI: the notebook stays self-contained, nothing is fetched."""
+    encoded = base64.b64encode(png).decode("ascii")
+    return f'<img alt="chart" src="data:image/png;base64,{encoded}"/>'
 
 
 def sql_html(sql: str) -> str:

@@ -174,7 +174,7 @@ async def test_skill_tier_routes_the_model_and_limits_the_tools(
     result = await s.ask_async("why?", skills="deep")
     assert result.answer == "from opus-x" and list(built) == ["opus-x"]
     request = built["opus-x"].requests[0]
-    assert {t.name for t in request.tools} == {"query_archive", "describe_archive"}
+    assert {t.name for t in request.tools} == {"query_archive", "describe_archive", "chart"}
     system = request.system_text()
     assert "# Skills\n\n## deep\nThink about revenue carefully." in system
     assert "- What drove Q3 revenue?" in system
