@@ -1,5 +1,8 @@
-"""The ``relay-nb`` command line: talk to a model runtime from a shell.
+"""The ``relay-nb`` command line: the demo, and talking to a model runtime from a shell.
 
+``relay-nb demo`` builds a sample shop database and asks it three questions end to end
+(offline with a scripted model when none is configured; see :mod:`relay_nb.demo`);
+``--notebook`` writes and executes the quickstart notebook instead.
 ``relay-nb invoke PROFILE QUESTION`` sends one question and prints the answer with its usage
 receipt; ``relay-nb conformance PROFILE`` checks a runtime against the Relay contract. Both
 take the same profile strings as ``RELAY_MODEL`` (``scripted:PATH`` works offline).
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import sys
 from collections.abc import Sequence
@@ -41,6 +45,30 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"relay-nb {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="ask a sample shop database three questions, end to end",
+        description=(
+            "Build a sample shop database (SQLite) and ask it three questions, printing the SQL, "
+            "result tables, answers, tokens and cost. Uses the model --model, RELAY_MODEL or "
+            "ANTHROPIC_API_KEY names; without one it replays a scripted model offline."
+        ),
+    )
+    demo.add_argument(
+        "--db", metavar="PATH", help="where to write the database (default: a new temp dir)"
+    )
+    demo.add_argument("--model", metavar="PROFILE", help="e.g. anthropic:claude-haiku-4-5")
+    demo.add_argument(
+        "--notebook",
+        nargs="?",
+        const="relay_nb_quickstart.ipynb",
+        metavar="PATH",
+        help="write and execute the quickstart notebook (default relay_nb_quickstart.ipynb)",
+    )
+    demo.add_argument(
+        "--timeout", type=_positive(float), default=300.0, help="seconds per notebook cell"
+    )
 
     invoke = commands.add_parser("invoke", help="send one question to a model runtime")
     invoke.add_argument("profile", help="e.g. anthropic:claude-sonnet-4-6 or scripted:PATH")
@@ -115,11 +143,18 @@ async def _conformance(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from relay_nb.demo.run import run_demo
+
+    return run_demo(db=args.db, model=args.model, notebook=args.notebook, timeout=args.timeout)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    handler = {"invoke": _invoke, "conformance": _conformance}[args.command]
+    handler = {"demo": _demo, "invoke": _invoke, "conformance": _conformance}[args.command]
     try:
-        return asyncio.run(handler(args))
+        outcome = handler(args)
+        return asyncio.run(outcome) if inspect.iscoroutine(outcome) else outcome
     except RelayError as exc:
         print(f"relay-nb: {exc}", file=sys.stderr)
         return 2

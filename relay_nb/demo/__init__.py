@@ -1,0 +1,50 @@
+"""``relay-nb demo``: a sample shop database, three questions end to end, a quickstart notebook.
+
+- :mod:`relay_nb.demo.data` — the sample database (SQLite, seeded, two years of orders);
+- :mod:`relay_nb.demo.script` — the offline model: real SQL, answers from the real results;
+- :mod:`relay_nb.demo.quickstart` — the ``%relay`` notebook, written and executed;
+- :mod:`relay_nb.demo.run` — the command itself.
+
+A top layer beside ``relay_nb.cli`` (which imports it); it never imports ``relay_nb.notebook``.
+Names load on first use, so importing this package costs nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ShopDatabase": "relay_nb.demo.data",
+    "build_shop_database": "relay_nb.demo.data",
+    "generate_shop": "relay_nb.demo.data",
+    "DEMO_QUESTIONS": "relay_nb.demo.script",
+    "demo_questions": "relay_nb.demo.script",
+    "scripted_demo_model": "relay_nb.demo.script",
+    "run_demo": "relay_nb.demo.run",
+}
+
+__all__ = [
+    "DEMO_QUESTIONS",
+    "ShopDatabase",
+    "build_shop_database",
+    "demo_questions",
+    "generate_shop",
+    "run_demo",
+    "scripted_demo_model",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'relay_nb.demo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from relay_nb.demo.data import ShopDatabase, build_shop_database, generate_shop
+    from relay_nb.demo.run import run_demo
+    from relay_nb.demo.script import DEMO_QUESTIONS, demo_questions, scripted_demo_model
