@@ -223,6 +223,11 @@ class RelayMagics(Magics):
         relay = self._session()
         options = command.options
         question = interpolate(command.question, self.shell.user_ns)
+        if not relay.connectors and not relay.session.tools:
+            raise RelayCellError(
+                "no data is connected; connect some first: %relay --connect NAME URL, or "
+                "relay_nb.session().connect(NAME, URL_OR_ENGINE)"
+            )
         cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
         view = None
         if self.widgets:

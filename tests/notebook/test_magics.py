@@ -196,3 +196,12 @@ def test_questions_ending_in_a_question_mark_are_asked_not_looked_up(
     shell.run("answer = %relay and last year?")
     assert shell.user_ns["answer"].answer == "b"
     assert shell.run("x = 1\nx?").stdout  # IPython's own help still works elsewhere
+
+
+def test_asking_with_nothing_connected_says_how_to_connect(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    relay.disconnect("shop")
+    with pytest.raises(RelayCellError, match="no data is connected; connect some first"):
+        shell.run("%relay how many customers?")
+    assert model.requests == []
