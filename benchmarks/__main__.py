@@ -9,7 +9,15 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS = ("import_time", "introspection", "guard", "fetch", "context", "agent_loop")
+BENCHMARKS = (
+    "import_time",
+    "introspection",
+    "guard",
+    "fetch",
+    "context",
+    "agent_loop",
+    "notebook",
+)
 
 
 def main(argv: list[str]) -> int:
