@@ -14,6 +14,9 @@ moment to end cleanly (cancelled statements roll back), and the KeyboardInterrup
 Some work must happen on the *caller's* thread — in a kernel, ``input()`` (an approval
 prompt) only works from the thread running the cell. Code on the loop thread hands such
 work over with :func:`call_in_caller`; the waiting caller runs it between its wait slices.
+A Ctrl-C during such work goes on in the caller as usual; on the loop thread the waiting
+coroutine gets :class:`CallerInterrupted` — after the ``on_interrupt`` hook has run, so a
+turn sees its abort first — never the KeyboardInterrupt itself, which would stop the loop.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any, TypeVar
 
 from relay_nb.errors import ConfigurationError
 
-__all__ = ["LoopThread", "call_in_caller", "run_sync"]
+__all__ = ["CallerInterrupted", "LoopThread", "call_in_caller", "run_sync"]
 
 T = TypeVar("T")
 
@@ -39,6 +42,13 @@ _Job = tuple[Callable[[], Any], concurrent.futures.Future[Any]]
 _CALLER: contextvars.ContextVar[queue.SimpleQueue[_Job] | None] = contextvars.ContextVar(
     "relay_nb_caller_jobs", default=None
 )
+
+
+class CallerInterrupted(Exception):
+    """Work handed to the caller was interrupted there (Ctrl-C / "interrupt kernel")."""
+
+    def __init__(self) -> None:
+        super().__init__("interrupted in the calling thread")
 
 
 async def call_in_caller(function: Callable[[], T]) -> T:
@@ -94,6 +104,7 @@ class LoopThread:
             return await coroutine
 
         future = asyncio.run_coroutine_threadsafe(with_caller(), self.loop)
+        job: _Job | None = None
         try:
             while not future.done():
                 # no `continue` inside an `except` here: on CPython 3.11 a KeyboardInterrupt
@@ -107,6 +118,8 @@ class LoopThread:
                 on_interrupt()
             else:
                 future.cancel()
+            # then the interrupted job (and any not started) fail on the loop side
+            _fail_jobs(job, jobs)
             # let the work stop cleanly (a statement's rollback) before the interrupt goes on
             concurrent.futures.wait([future], timeout=_INTERRUPT_GRACE_S)
             raise
@@ -130,8 +143,23 @@ def _run_job(function: Callable[[], Any], done: concurrent.futures.Future[Any]) 
     if not done.set_running_or_notify_cancel():
         return
     try:
-        done.set_result(function())
-    except BaseException as exc:  # KeyboardInterrupt in input() included: it belongs there
+        result = function()
+    except KeyboardInterrupt:  # the caller's: `run` fails the job once the abort has fired
+        raise
+    except BaseException as exc:
         done.set_exception(exc)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+    else:
+        done.set_result(result)
+
+
+def _fail_jobs(current: _Job | None, jobs: queue.SimpleQueue[_Job]) -> None:
+    """Fail the interrupted job and every job not yet started with CallerInterrupted."""
+    pending = [current] if current is not None else []
+    while True:
+        try:
+            pending.append(jobs.get_nowait())
+        except queue.Empty:
+            break
+    for _function, done in pending:
+        if not done.done():
+            done.set_exception(CallerInterrupted())

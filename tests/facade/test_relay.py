@@ -179,3 +179,44 @@ def test_work_handed_to_the_caller_runs_on_the_waiting_thread(shop_url: str) -> 
     turn = relay.ask("which thread?")
     assert turn.tool_results[0].content == threading.main_thread().name
     assert seen == ["relay_nb-loop"]  # the tool itself ran on relay_nb's loop thread
+
+
+def test_ctrl_c_in_work_handed_to_the_caller_cancels_the_turn_not_the_loop(
+    shop_url: str,
+) -> None:
+    """An input() prompt (or an approval wait) on the caller's thread is interrupted: the
+    KeyboardInterrupt goes on in the caller at once, the turn ends cancelled, and relay_nb's
+    loop thread survives it (it used to die, after a 10 s wait)."""
+    from relay_nb.facade.loop_thread import CallerInterrupted, LoopThread, call_in_caller
+
+    ran: list[str] = []
+
+    def prompt() -> str:
+        raise KeyboardInterrupt  # Ctrl-C while the prompt waits
+
+    async def approver(request) -> bool:
+        try:
+            return await call_in_caller(prompt)
+        except CallerInterrupted:  # never the KeyboardInterrupt itself
+            await asyncio.sleep(5)  # the turn's abort cancels this wait
+            return False
+
+    model = ScriptedRuntime([{"tool_calls": [{"name": "wipe", "input": {}}]}, {"text": "ok"}])
+    relay = Relay(model, ledger=False, approver=approver)
+
+    @relay.tool(requires_approval=True)
+    def wipe() -> str:
+        """Wipes."""
+        ran.append("wipe")
+        return "wiped"
+
+    loop = LoopThread.get()
+    started = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        relay.ask("wipe it")
+    assert time.perf_counter() - started < 2
+    (turn,) = relay.turns
+    assert turn.finish_reason == "cancelled" and ran == []
+    assert LoopThread.get() is loop and loop.thread.is_alive()
+    assert relay.ask("next").answer == "ok"  # the session goes on
+    relay.close()
