@@ -6,6 +6,10 @@ model reads), the answer as it streams, and a usage line (tokens, cost of the tu
 total). Events arrive on relay_nb's loop thread; setting widget values from there sends comm
 messages through the kernel's thread-safe IOPub socket.
 
+A tool that needs approval gets Approve / Deny buttons under its entry (see
+:mod:`relay_nb.notebook.approval` for how a click reaches a cell that is busy waiting for it);
+the answer stays in the entry's title.
+
 When the turn ends, the live display is blanked and the static bundle (HTML + text, see
 :mod:`relay_nb.notebook.view`) is displayed after it. A saved notebook therefore never depends
 on widget state, which JupyterLab cannot restore ("model not found"). The live display's
@@ -16,8 +20,10 @@ views, so it sees exactly the outputs a saved notebook holds — an empty one, t
 from __future__ import annotations
 
 import html
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from relay_nb.agent.events import Event
@@ -27,7 +33,7 @@ from relay_nb.notebook.render_html import sql_html
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
 
-__all__ = ["LiveTurnView"]
+__all__ = ["ApprovalControls", "LiveTurnView"]
 
 _PHASES = {
     "resolving_context": "resolving context",
@@ -60,6 +66,8 @@ class LiveTurnView:
         self.turn_usage: Usage | None = None
         self.answer_text = ""
         self._calls: dict[str, tuple[Any, int]] = {}
+        self._verdicts: dict[str, str] = {}  # tool_call_id -> "approved" / "denied …"
+        self._approvals: dict[str, ApprovalControls] = {}
         self.status = widgets.HTML(self._status_html("starting"))
         self.calls = widgets.VBox([])
         self.answer = widgets.HTML("")
@@ -100,6 +108,8 @@ class LiveTurnView:
         self.close()
 
     def close(self) -> None:
+        for controls in list(self._approvals.values()):
+            controls.answer(False, "denied: the turn ended")
         panels = list(self.calls.children)
         for panel in panels:
             for child in panel.children:
@@ -155,6 +165,37 @@ class LiveTurnView:
             panel.set_title(0, f"[{index}] {event.name} · waiting for your approval")
         self._set_status(f"{event.name} needs your approval")
 
+    # -- approval (called on relay_nb's loop thread; clicks arrive on the cell's thread) -------
+
+    def ask_approval(
+        self, tool_call_id: str, name: str, on_answer: Callable[[bool, str], None]
+    ) -> ApprovalControls | None:
+        """Show Approve / Deny under the call's entry (opened, so its input is visible);
+        ``on_answer(approved, note)`` is called once, by the first answer. None when the
+        call has no entry here."""
+        entry = self._calls.get(tool_call_id)
+        if entry is None:
+            return None
+        panel, index = entry
+
+        def settle(approved: bool, note: str) -> None:
+            verdict = note or ("approved" if approved else "denied")
+            self._verdicts[tool_call_id] = verdict
+            self._approvals.pop(tool_call_id, None)
+            panel.set_title(0, f"[{index}] {name} · {verdict}")
+            self._set_status(f"{name} {verdict}")
+            on_answer(approved, note)
+
+        controls = ApprovalControls(self._widgets, name, settle)
+        self._approvals[tool_call_id] = controls
+        panel.selected_index = 0
+        children = list(self.calls.children)
+        children.insert(children.index(panel) + 1, controls.row)
+        self.calls.children = tuple(children)
+        panel.set_title(0, f"[{index}] {name} · waiting for your approval")
+        self._set_status(f"waiting for your approval of {name}: Approve or Deny below")
+        return controls
+
     def _on_tool_result(self, event: Any) -> None:
         entry = self._calls.get(event.tool_call_id)
         if entry is None:
@@ -162,7 +203,9 @@ class LiveTurnView:
         panel, index = entry
         first_line = event.output.splitlines()[0][:80] if event.output else "ok"
         outcome = "error" if event.is_error else first_line
-        panel.set_title(0, f"[{index}] {event.name} · {outcome}")
+        verdict = self._verdicts.get(event.tool_call_id)
+        label = f"{verdict} · {outcome}" if verdict else outcome
+        panel.set_title(0, f"[{index}] {event.name} · {label}")
         shown = html.escape(event.output[:_MAX_PREVIEW_CHARS])
         style = ' style="color:#b00"' if event.is_error else ""
         (body,) = panel.children
@@ -199,3 +242,39 @@ class LiveTurnView:
     def _status_html(self, text: str) -> str:
         elapsed = time.monotonic() - self.started
         return f'<span style="color:#555">{html.escape(text)} · {elapsed:.1f} s</span>'
+
+
+class ApprovalControls:
+    """Approve / Deny for one tool call. The first answer wins — a click, or the approver
+    giving up (timeout, interrupt) — and disables both buttons."""
+
+    def __init__(self, widgets: Any, name: str, settle: Callable[[bool, str], None]) -> None:
+        self._settle = settle
+        self._lock = threading.Lock()
+        self.verdict: bool | None = None
+        self.approve = widgets.Button(
+            description="Approve", button_style="success", icon="check", tooltip=f"run {name}"
+        )
+        self.deny = widgets.Button(
+            description="Deny", button_style="danger", icon="times", tooltip=f"do not run {name}"
+        )
+        self.note = widgets.HTML("")
+        self.row = widgets.HBox([self.approve, self.deny, self.note])
+        self.approve.on_click(lambda _button: self.answer(True))
+        self.deny.on_click(lambda _button: self.answer(False))
+
+    @property
+    def answered(self) -> bool:
+        return self.verdict is not None
+
+    def answer(self, approved: bool, note: str = "") -> bool:
+        """Record the answer unless one was given already; returns whether this one counted."""
+        with self._lock:
+            if self.verdict is not None:
+                return False
+            self.verdict = approved
+        self.approve.disabled = self.deny.disabled = True
+        shown = note or ("approved" if approved else "denied")
+        self.note.value = f'<span style="color:#555">{html.escape(shown)}</span>'
+        self._settle(approved, note)
+        return True

@@ -22,12 +22,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
-from relay_nb.agent.approval import ApprovalRequest, Approver, approve_all
+from relay_nb.agent.approval import Approver, approve_all
 from relay_nb.agent.caps import UsageCaps
 from relay_nb.errors import RelayError
-from relay_nb.facade.loop_thread import call_in_caller
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.transcript import describe_usage
+from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 
@@ -184,7 +184,11 @@ class RelayMagics(Magics):
     approval = CaselessStrEnum(
         ["ask", "deny", "allow"],
         default_value="ask",
-        help="Tools that need approval: ask (prompt in the notebook), deny, or allow.",
+        help="Tools that need approval: ask (Approve / Deny buttons in the live view, or an "
+        "input() prompt where buttons cannot work), deny, or allow.",
+    ).tag(config=True)
+    approval_timeout_s = Float(
+        300.0, help="Seconds the Approve / Deny buttons wait for a click; then the call is denied."
     ).tag(config=True)
     max_cost_usd = Float(
         None, allow_none=True, help="Per-turn cost cap in USD (None: no cap)."
@@ -241,7 +245,7 @@ class RelayMagics(Magics):
                 model=options.get("model"),
                 max_steps=int(options["max-steps"]) if "max-steps" in options else None,
                 caps=UsageCaps(max_cost_usd=cap) if cap is not None else None,
-                approver=self._approver(),
+                approver=self._approver(view),
                 on_event=view.on_event if view is not None else None,
             )
         except BaseException:
@@ -314,24 +318,20 @@ class RelayMagics(Magics):
         self._session().reset()
         print("conversation reset (connectors, skills and usage totals kept)")
 
-    def _approver(self) -> Approver | None:
+    def _approver(self, view: LiveTurnView | None) -> Approver | None:
+        """allow / deny as set; ask: buttons in the live view when a click can reach this
+        cell while it waits (see relay_nb.notebook.approval), else an input() prompt."""
         if self.approval == "allow":
             return approve_all
         if self.approval == "deny":
             return None
-        return _ask_with_input
+        if view is not None and buttons_unavailable_reason() is None:
+            return ButtonApprover(view, timeout_s=self.approval_timeout_s)
+        return ask_with_input
 
 
 def _tool_names(connector: Any) -> str:
     return ", ".join(tool.name for tool in connector.tools())
-
-
-async def _ask_with_input(request: ApprovalRequest) -> bool:
-    """The notebook's fallback approver: a prompt on the cell's own thread (``input()``)."""
-    shown = ", ".join(f"{k}={v!r}" for k, v in request.input.items())
-    prompt = f"relay_nb: allow {request.name}({shown})? [y/N] "
-    answer = await call_in_caller(lambda: input(prompt))
-    return answer.strip().lower() in ("y", "yes")
 
 
 def _notebook_name() -> str | None:

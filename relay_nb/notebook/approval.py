@@ -1,0 +1,148 @@
+"""Approving tool calls from a notebook: Approve / Deny buttons, or an ``input()`` prompt.
+
+A tool marked ``requires_approval`` runs only after someone says yes
+(:mod:`relay_nb.agent.approval`). In a notebook the question is asked where the turn is
+shown: :class:`ButtonApprover` puts Approve / Deny buttons under the call's entry in the live
+view and waits for a click.
+
+The turn runs on relay_nb's loop thread while the cell's thread waits in ``Relay.ask``
+(:mod:`relay_nb.facade.loop_thread`), and a click is a kernel message that the kernel handles
+only on the cell's thread. So the approver hands the waiting to the cell's thread
+(``call_in_caller``), where a short loop handles pending widget messages
+(:class:`~relay_nb.notebook.ui_events.UIEvents`) and sleeps briefly, until a button is
+clicked, the time is up (denied, and the entry says so) or the cell is interrupted (the
+turn is cancelled, as Ctrl-C does at any other moment).
+
+:func:`ask_with_input` is the fallback where buttons cannot work: no live view
+(``%config RelayMagics.widgets = False``), no Jupyter kernel (a terminal IPython, a test
+shell), a kernel whose messages relay_nb cannot handle while a cell waits (ipykernel 6),
+or a run with nobody to click (nbclient, nbval, papermill: they refuse input, so the call is
+refused at once instead of waiting for a timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from relay_nb.agent.approval import ApprovalRequest
+from relay_nb.facade.loop_thread import CallerInterrupted, call_in_caller
+
+if TYPE_CHECKING:
+    from relay_nb.notebook.live import ApprovalControls, LiveTurnView
+
+__all__ = ["ButtonApprover", "ask_with_input", "buttons_unavailable_reason"]
+
+_POLL_S = 0.05  # between two looks at the kernel's messages: a click feels immediate
+_INTERRUPT_SETTLE_S = 5.0
+
+
+class _NoEvents:
+    """Where no kernel messages need handling (clicks come from elsewhere, e.g. a test)."""
+
+    def __enter__(self) -> _NoEvents:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def process(self) -> int:
+        return 0
+
+
+def _kernel_events() -> Any:
+    from relay_nb.notebook.ui_events import UIEvents
+
+    return UIEvents()
+
+
+def no_events() -> _NoEvents:
+    return _NoEvents()
+
+
+def buttons_unavailable_reason() -> str | None:
+    """None when Approve / Deny clicks can reach this cell while it waits; else why not.
+    Call it on the cell's thread."""
+    from relay_nb.notebook.ui_events import current_kernel, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        return reason
+    if not getattr(current_kernel(), "_allow_stdin", True):
+        return "this run takes no input from anyone (nbclient, nbval, papermill)"
+    return None
+
+
+class ButtonApprover:
+    """Approve / Deny buttons in ``view``; a call nobody answers within ``timeout_s`` is
+    denied. ``events`` opens what handles clicks while the cell's thread waits (the
+    kernel's pending widget messages by default)."""
+
+    def __init__(
+        self,
+        view: LiveTurnView,
+        *,
+        timeout_s: float,
+        events: Callable[[], AbstractContextManager[Any]] = _kernel_events,
+    ) -> None:
+        self.view = view
+        self.timeout_s = timeout_s
+        self.events = events
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        answered = threading.Event()
+        controls = self.view.ask_approval(
+            request.tool_call_id, request.name, lambda _approved, _note: answered.set()
+        )
+        if controls is None:  # not shown in this view: ask the plain way
+            return await ask_with_input(request)
+        try:
+            await call_in_caller(lambda: self._wait(controls, answered))
+        except asyncio.CancelledError:  # the turn was stopped while we waited
+            controls.answer(False, "not answered: the turn was stopped")
+            raise
+        except CallerInterrupted:
+            controls.answer(False, "not answered: interrupted")
+            return await _interrupted()
+        return controls.verdict is True
+
+    def _wait(self, controls: ApprovalControls, answered: threading.Event) -> None:
+        """On the cell's thread: handle clicks until one comes or the time is up."""
+        deadline = time.monotonic() + self.timeout_s
+        with self.events() as events:
+            while not answered.is_set():
+                events.process()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    controls.answer(False, f"denied: no answer within {_duration(self.timeout_s)}")
+                    break
+                answered.wait(min(_POLL_S, left))
+
+
+async def ask_with_input(request: ApprovalRequest) -> bool:
+    """The fallback approver: a prompt on the cell's own thread (``input()``)."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in request.input.items())
+    prompt = f"relay_nb: allow {request.name}({shown})? [y/N] "
+    try:
+        answer = await call_in_caller(lambda: input(prompt))
+    except CallerInterrupted:
+        return await _interrupted()
+    return answer.strip().lower() in ("y", "yes")
+
+
+async def _interrupted() -> bool:
+    """The cell was interrupted while asked: the turn's abort follows at once and cancels
+    this wait; should it not come, the answer is no."""
+    await asyncio.sleep(_INTERRUPT_SETTLE_S)
+    return False
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} min"
+    return f"{seconds:g} s"

@@ -1,0 +1,192 @@
+"""Approve / Deny in a real ipykernel, driven over its ZMQ channels like a frontend would.
+
+A ``%relay`` cell waits for approval; the test sends the button's click as a ``comm_msg`` —
+exactly what JupyterLab sends — while the cell still runs, and a cell queued behind it must
+run after it, in order (Run All). This is the kernel half of tests/browser's approval test,
+fast and without a browser; it fails if clicks are only handled after the cell.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+SETUP = r'''
+import tempfile
+import relay_nb
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.facade import relay as facade
+from relay_nb.testing.seed import seed_database
+
+url = f"sqlite:///{tempfile.mkdtemp()}/shop.sqlite"
+seed_database(url)
+wiped = []
+relay = Relay(
+    ScriptedRuntime(
+        [{"tool_calls": [{"name": "wipe_cache", "input": {"name": "x"}}]}, {"text": "done"}],
+        model="claude-haiku-4-5",
+    ),
+    ledger=False,
+)
+relay.connect("shop", url)
+facade._default = relay
+
+@relay.tool(requires_approval=True)
+def wipe_cache(name: str) -> str:
+    """Wipes a cache."""
+    wiped.append(name)
+    return f"wiped {name}"
+
+%load_ext relay_nb
+'''
+
+
+class Kernel:
+    """A kernel and a client; iopub messages grouped by the request they answer."""
+
+    def __init__(self) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        env = {**os.environ, "RELAY_MODEL_REQUESTS": "none"}
+        self.manager, self.client = start_new_kernel(kernel_name="python3", env=env)
+
+    def execute(self, code: str, *, allow_stdin: bool = True) -> str:
+        return self.client.execute(code, allow_stdin=allow_stdin)
+
+    def until_idle(
+        self, msg_id: str, on: Callable[[dict[str, Any]], None] = lambda m: None
+    ) -> list[dict[str, Any]]:
+        """Every iopub message until ``msg_id``'s cell is idle (``on`` sees each one)."""
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                message = self.client.get_iopub_msg(timeout=0.5)
+            except queue.Empty:
+                continue
+            seen.append(message)
+            on(message)
+            if (
+                message["msg_type"] == "status"
+                and message["content"]["execution_state"] == "idle"
+                and message["parent_header"].get("msg_id") == msg_id
+            ):
+                return seen
+        raise AssertionError(f"cell {msg_id} did not finish: {[m['msg_type'] for m in seen]}")
+
+    def click(self, comm_id: str) -> None:
+        """What ipywidgets' frontend sends for a Button click."""
+        content = {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", content))
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel() -> Iterator[Kernel]:
+    kernel = Kernel()
+    try:
+        kernel.until_idle(kernel.execute(SETUP))
+        yield kernel
+    finally:
+        kernel.close()
+
+
+def of(messages: list[dict[str, Any]], msg_id: str, kind: str) -> list[dict[str, Any]]:
+    return [
+        m["content"]
+        for m in messages
+        if m["msg_type"] == kind and m["parent_header"].get("msg_id") == msg_id
+    ]
+
+
+def texts(messages: list[dict[str, Any]], msg_id: str) -> str:
+    parts = [c["text"] for c in of(messages, msg_id, "stream")]
+    parts += [c["data"].get("text/plain", "") for c in of(messages, msg_id, "display_data")]
+    return "\n".join(parts)
+
+
+class Clicker:
+    """Clicks the button labelled ``label`` once it is shown, and records widget updates."""
+
+    def __init__(self, kernel: Kernel, label: str | None) -> None:
+        self.kernel, self.label = kernel, label
+        self.buttons: dict[str, str] = {}  # label -> comm id
+        self.clicked_at: float | None = None
+        self.updates: list[dict[str, Any]] = []
+
+    def __call__(self, message: dict[str, Any]) -> None:
+        data = message["content"].get("data", {})
+        if message["msg_type"] == "comm_open":
+            label = data.get("state", {}).get("description")
+            if label in ("Approve", "Deny"):
+                self.buttons[label] = message["content"]["comm_id"]
+        elif message["msg_type"] == "comm_msg":
+            self.updates.append(data.get("state", {}))
+        if self.label in self.buttons and self.clicked_at is None:
+            time.sleep(0.2)  # the cell is waiting in the approver by now
+            self.kernel.click(self.buttons[self.label])
+            self.clicked_at = time.monotonic()
+
+
+@pytest.mark.parametrize(("label", "ran"), [("Approve", True), ("Deny", False)])
+def test_a_click_reaches_the_waiting_cell_and_queued_cells_run_after_it(
+    kernel: Kernel, label: str, ran: bool
+) -> None:
+    relay_cell = kernel.execute("%relay wipe the x cache")
+    next_cell = kernel.execute("print('next cell sees', wiped)")
+    clicker = Clicker(kernel, label)
+    seen = kernel.until_idle(relay_cell, on=clicker)
+    seen += kernel.until_idle(next_cell, on=clicker)
+
+    assert clicker.clicked_at is not None, "no Approve / Deny buttons were shown"
+    assert not of(seen, relay_cell, "error"), of(seen, relay_cell, "error")
+    trace = texts(seen, relay_cell)
+    if ran:
+        assert "wipe_cache: ok\n    wiped x" in trace
+    else:
+        assert "the user denied this call to wipe_cache" in trace
+    titles = [t for u in clicker.updates for t in u.get("titles", [])]
+    verdict = "approved" if ran else "denied"
+    assert f"[1] wipe_cache · {verdict}" in titles
+    assert sum(1 for u in clicker.updates if u.get("disabled") is True) == 2  # both buttons
+    # the cell queued behind the waiting one ran after it, and saw what it did
+    assert f"next cell sees {['x'] if ran else []}" in texts(seen, next_cell)
+
+
+def test_interrupting_the_wait_cancels_the_turn_and_the_kernel_goes_on(kernel: Kernel) -> None:
+    relay_cell = kernel.execute("%relay wipe the x cache")
+    clicker = Clicker(kernel, None)
+    interrupted: list[float] = []
+
+    def interrupt_when_shown(message: dict[str, Any]) -> None:
+        clicker(message)
+        if "Deny" in clicker.buttons and not interrupted:
+            time.sleep(0.3)
+            kernel.manager.interrupt_kernel()
+            interrupted.append(time.monotonic())
+
+    seen = kernel.until_idle(relay_cell, on=interrupt_when_shown)
+    assert interrupted and time.monotonic() - interrupted[0] < 10
+    assert [e["ename"] for e in of(seen, relay_cell, "error")] == ["KeyboardInterrupt"]
+    check = kernel.execute("print('after:', wiped, relay.turns[-1].finish_reason)")
+    assert "after: [] cancelled" in texts(kernel.until_idle(check), check)
+
+
+def test_a_run_that_takes_no_input_is_refused_at_once_without_buttons(kernel: Kernel) -> None:
+    """nbclient / nbval / papermill send allow_stdin=False: nobody is there to click."""
+    relay_cell = kernel.execute("%relay wipe the x cache", allow_stdin=False)
+    clicker = Clicker(kernel, None)
+    started = time.monotonic()
+    seen = kernel.until_idle(relay_cell, on=clicker)
+    assert time.monotonic() - started < 10 and clicker.buttons == {}
+    assert "approval of wipe_cache failed (StdinNotImplementedError)" in texts(seen, relay_cell)
