@@ -96,7 +96,10 @@ class ButtonApprover:
     async def __call__(self, request: ApprovalRequest) -> bool:
         answered = threading.Event()
         controls = self.view.ask_approval(
-            request.tool_call_id, request.name, lambda _approved, _note: answered.set()
+            request.tool_call_id,
+            request.name,
+            lambda _approved, _note: answered.set(),
+            unanswered=f"denied if not answered within {_duration(self.timeout_s)}",
         )
         if controls is None:  # not shown in this view: ask the plain way
             return await ask_with_input(request)

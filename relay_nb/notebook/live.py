@@ -168,11 +168,16 @@ class LiveTurnView:
     # -- approval (called on relay_nb's loop thread; clicks arrive on the cell's thread) -------
 
     def ask_approval(
-        self, tool_call_id: str, name: str, on_answer: Callable[[bool, str], None]
+        self,
+        tool_call_id: str,
+        name: str,
+        on_answer: Callable[[bool, str], None],
+        *,
+        unanswered: str = "",
     ) -> ApprovalControls | None:
         """Show Approve / Deny under the call's entry (opened, so its input is visible);
-        ``on_answer(approved, note)`` is called once, by the first answer. None when the
-        call has no entry here."""
+        ``on_answer(approved, note)`` is called once, by the first answer; ``unanswered``
+        says what happens without one. None when the call has no entry here."""
         entry = self._calls.get(tool_call_id)
         if entry is None:
             return None
@@ -193,7 +198,8 @@ class LiveTurnView:
         children.insert(children.index(panel) + 1, controls.row)
         self.calls.children = tuple(children)
         panel.set_title(0, f"[{index}] {name} · waiting for your approval")
-        self._set_status(f"waiting for your approval of {name}: Approve or Deny below")
+        waiting = f"waiting for your approval of {name}: Approve or Deny below"
+        self._set_status(f"{waiting} ({unanswered})" if unanswered else waiting)
         return controls
 
     def _on_tool_result(self, event: Any) -> None:

@@ -81,6 +81,18 @@ class Kernel:
                 return seen
         raise AssertionError(f"cell {msg_id} did not finish: {[m['msg_type'] for m in seen]}")
 
+    def reply(self, msg_id: str) -> dict[str, Any]:
+        """The shell reply (``execute_reply`` …) to ``msg_id``."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                message = self.client.get_shell_msg(timeout=0.5)
+            except queue.Empty:
+                continue
+            if message["parent_header"].get("msg_id") == msg_id:
+                return message["content"]
+        raise AssertionError(f"no reply to {msg_id}")
+
     def click(self, comm_id: str) -> None:
         """What ipywidgets' frontend sends for a Button click."""
         content = {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
@@ -164,7 +176,10 @@ def test_a_click_reaches_the_waiting_cell_and_queued_cells_run_after_it(
 
 
 def test_interrupting_the_wait_cancels_the_turn_and_the_kernel_goes_on(kernel: Kernel) -> None:
+    """Ctrl-C while the buttons wait: the turn is cancelled, and a cell queued behind it is
+    aborted as after any failed cell (ipykernel's stop_on_error) — not lost, not hung."""
     relay_cell = kernel.execute("%relay wipe the x cache")
+    queued_cell = kernel.execute("print('queued cell ran')")
     clicker = Clicker(kernel, None)
     interrupted: list[float] = []
 
@@ -178,6 +193,9 @@ def test_interrupting_the_wait_cancels_the_turn_and_the_kernel_goes_on(kernel: K
     seen = kernel.until_idle(relay_cell, on=interrupt_when_shown)
     assert interrupted and time.monotonic() - interrupted[0] < 10
     assert [e["ename"] for e in of(seen, relay_cell, "error")] == ["KeyboardInterrupt"]
+    seen = kernel.until_idle(queued_cell)
+    assert "queued cell ran" not in texts(seen, queued_cell)
+    assert kernel.reply(queued_cell)["status"] == "aborted"
     check = kernel.execute("print('after:', wiped, relay.turns[-1].finish_reason)")
     assert "after: [] cancelled" in texts(kernel.until_idle(check), check)
 
