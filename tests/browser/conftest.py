@@ -13,8 +13,7 @@ issue requires these tests to really run in CI.
 
 ``open_notebook(name, cells, artifact)`` writes a notebook, opens it in the page, waits until
 its kernel is connected and idle, and gives a :class:`NotebookPage`: Run All, wait until every
-cell ran,
-read a cell's output area (visible text, as a user sees it), save screenshots under
+cell ran, read a cell's output area (visible text, as a user sees it), save screenshots under
 ``test-artifacts/`` (or ``$RELAY_TEST_ARTIFACTS``): ``ARTIFACT.png`` of the final page and
 ``ARTIFACT-console.log`` always, even when the test failed, others as a test asks.
 """
