@@ -35,7 +35,7 @@ from relay_nb.facade.loop_thread import CallerInterrupted, call_in_caller
 if TYPE_CHECKING:
     from relay_nb.notebook.live import ApprovalControls, LiveTurnView
 
-__all__ = ["ButtonApprover", "ask_with_input", "buttons_unavailable_reason"]
+__all__ = ["ButtonApprover", "ask_with_input", "buttons_unavailable_reason", "no_events"]
 
 _POLL_S = 0.05  # between two looks at the kernel's messages: a click feels immediate
 _INTERRUPT_SETTLE_S = 5.0
@@ -61,6 +61,7 @@ def _kernel_events() -> Any:
 
 
 def no_events() -> _NoEvents:
+    """For ``ButtonApprover(events=...)`` where clicks arrive on another thread (tests)."""
     return _NoEvents()
 
 
