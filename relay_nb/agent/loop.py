@@ -153,6 +153,7 @@ class _Turn:
         limits: Sequence[UsageLimit],
         batch: bool,
         notebook: str | None,
+        results: MutableMapping[str, Any] | None = None,
     ) -> None:
         self.runtime = runtime
         self.tools = _index_tools(tools)
@@ -178,6 +179,7 @@ class _Turn:
         self.limits = [limit for limit in limits if limit.caps.active]
         self.batch = batch
         self.notebook = notebook
+        self.results = results
         self.events: list[Event] = []
         self.tool_calls: list[ToolCall] = []
         self.outcomes: list[ToolOutcome] = []
@@ -399,6 +401,8 @@ class _Turn:
             calls, self.tools, approver=self.approver, abort=self.abort, emit=self.emit
         )
         for outcome in outcomes:
+            if self.results is not None and outcome.artifact is not None:
+                self.results[outcome.tool_call_id] = outcome.artifact  # before its event
             self.report(outcome)
         return outcomes, cancelled
 
@@ -557,8 +561,9 @@ async def run_turn(
     tool call has a result. ``caps`` limits this turn; ``limits`` carries further caps with
     what was already spent against them (a session's). ``batch=True`` prices calls at the
     Message Batches discount (the caller routes them through a batch). ``results``, when
-    given, receives every tool artifact by its call id as it arrives (the chart tool reads
-    it within the same turn).
+    given, receives every tool artifact by its call id as it arrives — before the call's
+    ``tool_result`` event, so a live view can show the DataFrame; the chart tool reads it
+    within the same turn.
     """
     if max_steps < 1:
         raise ConfigurationError(f"max_steps must be at least 1, got {max_steps}")
@@ -581,6 +586,7 @@ async def run_turn(
         limits=all_limits,
         batch=batch,
         notebook=notebook,
+        results=results,
     )
     system = await _system_prompt(
         turn, question, system_prompt, resolver, context_window, connector_ids
@@ -606,10 +612,6 @@ async def run_turn(
             for problem in problems:
                 turn.report(problem)
             outcomes, cancelled = await turn.run_tools(calls) if calls else ([], False)
-            if results is not None:
-                for outcome in outcomes:
-                    if outcome.artifact is not None:
-                        results[outcome.tool_call_id] = outcome.artifact
             by_id = {o.tool_call_id: o for o in [*problems, *outcomes]}
             _in_conversation(conversation, [by_id[c.id] for c in result.tool_calls])
             if cancelled:

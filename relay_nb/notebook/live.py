@@ -23,7 +23,7 @@ import html
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_nb.agent.events import Event
@@ -53,10 +53,13 @@ class LiveTurnView:
         max_rows: int,
         session_usage: Usage,
         model_label: str = "",
+        artifacts: Mapping[str, Any] | None = None,
     ) -> None:
         import ipywidgets as widgets
 
         self._widgets = widgets
+        self.artifacts = artifacts if artifacts is not None else {}
+        """Tool artifacts by call id (the session's store): result frames to page through."""
         self.question = question
         self.max_rows = max_rows
         self.session_before = session_usage
@@ -113,6 +116,8 @@ class LiveTurnView:
         panels = list(self.calls.children)
         for panel in panels:
             for child in panel.children:
+                for grandchild in getattr(child, "children", ()):
+                    grandchild.close()
                 child.close()
             panel.close()
         for child in self.box.children:
@@ -152,7 +157,7 @@ class LiveTurnView:
             body = sql_html(sql)
         else:
             body = f"<pre>{html.escape(str(event.input))}</pre>"
-        panel = widgets.Accordion(children=[widgets.HTML(body)])
+        panel = widgets.Accordion(children=[widgets.VBox([widgets.HTML(body)])])
         panel.set_title(0, f"[{index}] {event.name} · running…")
         self._calls[event.tool_call_id] = (panel, index)
         self.calls.children = (*self.calls.children, panel)
@@ -212,10 +217,19 @@ class LiveTurnView:
         verdict = self._verdicts.get(event.tool_call_id)
         label = f"{verdict} · {outcome}" if verdict else outcome
         panel.set_title(0, f"[{index}] {event.name} · {label}")
-        shown = html.escape(event.output[:_MAX_PREVIEW_CHARS])
-        style = ' style="color:#b00"' if event.is_error else ""
-        (body,) = panel.children
-        body.value += f"<pre{style}>{shown}</pre>"
+        (box,) = panel.children
+        artifact = self.artifacts.get(event.tool_call_id)
+        frame, png = getattr(artifact, "df", None), getattr(artifact, "png", None)
+        if event.is_error or (frame is None and png is None):
+            shown = html.escape(event.output[:_MAX_PREVIEW_CHARS])
+            style = ' style="color:#b00"' if event.is_error else ""
+            box.children = (*box.children, self._widgets.HTML(f"<pre{style}>{shown}</pre>"))
+        elif frame is not None:
+            box.children = (*box.children, TablePager(self._widgets, frame, self.max_rows).box)
+        else:
+            image = self._widgets.Image(value=png, format="png")
+            box.children = (*box.children, image)
+            panel.selected_index = 0
         if event.is_error:
             panel.selected_index = 0
 
@@ -284,3 +298,35 @@ class ApprovalControls:
         self.note.value = f'<span style="color:#555">{html.escape(shown)}</span>'
         self._settle(approved, note)
         return True
+
+
+class TablePager:
+    """A result DataFrame, ``page_rows`` at a time: only the page shown is ever rendered,
+    so a million-row result costs what one page does."""
+
+    def __init__(self, widgets: Any, frame: Any, page_rows: int) -> None:
+        self.frame = frame
+        self.page_rows = max(1, page_rows)
+        self.pages = max(1, -(-len(frame) // self.page_rows))
+        self.page = 0
+        self.table = widgets.HTML()
+        self.label = widgets.Label()
+        self.previous = widgets.Button(description="◀", layout=widgets.Layout(width="3em"))
+        self.next = widgets.Button(description="▶", layout=widgets.Layout(width="3em"))
+        self.previous.on_click(lambda _button: self.show(self.page - 1))
+        self.next.on_click(lambda _button: self.show(self.page + 1))
+        controls = [self.previous, self.label, self.next] if self.pages > 1 else [self.label]
+        self.box = widgets.VBox([self.table, widgets.HBox(controls)])
+        self.show(0)
+
+    def show(self, page: int) -> None:
+        from relay_nb.notebook.render_html import table_html
+
+        self.page = min(max(page, 0), self.pages - 1)
+        start = self.page * self.page_rows
+        rows = self.frame.iloc[start : start + self.page_rows]
+        self.table.value = table_html(rows, max_rows=self.page_rows)
+        end = start + len(rows)
+        self.label.value = f"rows {start + 1:,} to {end:,} of {len(self.frame):,}"
+        self.previous.disabled = self.page == 0
+        self.next.disabled = self.page >= self.pages - 1

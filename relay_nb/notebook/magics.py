@@ -235,7 +235,12 @@ class RelayMagics(Magics):
         cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
         view = None
         if self.widgets:
-            view = LiveTurnView(question, max_rows=self.display_rows, session_usage=relay.usage)
+            view = LiveTurnView(
+                question,
+                max_rows=self.display_rows,
+                session_usage=relay.usage,
+                artifacts=relay.session.artifacts,
+            )
             view.show()
         turns_before = len(relay.session.turns)
         try:

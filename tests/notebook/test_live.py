@@ -39,7 +39,8 @@ def test_events_drive_the_widgets_and_the_trace_replaces_them(
     first, second = view.calls.children
     assert first.get_title(0) == "[1] query_shop · error" and first.selected_index == 0
     assert second.get_title(0).startswith("[2] query_shop · 1 row")
-    assert "SELECT" in second.children[0].value and "20" in second.children[0].value
+    shown = "".join(w.value for w in second.children[0].children if hasattr(w, "value"))
+    assert "SELECT" in shown and "20" in shown  # no artifact store given: the text preview
     assert view.answer.value.endswith("There are 20 products.</div>")
     assert "done (stop)" in view.status.value
     assert "this turn: claude-haiku-4-5" in view.usage.value
@@ -86,3 +87,38 @@ def test_widgets_can_be_turned_off(
         shell.run("%config RelayMagics.widgets = True")
     (only,) = captured.outputs
     assert WIDGET_VIEW not in only.data and only.data["text/plain"].startswith("Q: no widgets")
+
+
+def test_a_result_is_paged_in_the_live_view(relay: Relay, model: ScriptedRuntime) -> None:
+    from relay_nb.notebook.live import TablePager
+
+    model.add(
+        {
+            "tool_calls": [
+                {
+                    "name": "query_shop",
+                    "input": {"sql": "SELECT id, name FROM customers ORDER BY id"},
+                }
+            ]
+        },
+        {"text": "50 customers"},
+    )
+    view = LiveTurnView(
+        "list customers",
+        max_rows=20,
+        session_usage=Usage(input_tokens=0, output_tokens=0, cost_usd=0.0),
+        artifacts=relay.session.artifacts,
+    )
+    relay.ask("list customers", on_event=view.on_event)
+    (panel,) = view.calls.children
+    table, controls = panel.children[0].children[1].children
+    previous, label, following = controls.children
+    assert label.value == "rows 1 to 20 of 50" and previous.disabled and not following.disabled
+    assert table.value.count("<tr>") == 20  # one page of rows, never the whole frame
+    following.click()
+    following.click()
+    assert label.value == "rows 41 to 50 of 50" and following.disabled
+    assert ">41<" in table.value and ">1<" not in table.value
+    pager = TablePager(view._widgets, relay.turns[-1].df.head(3), 20)
+    assert pager.label.value == "rows 1 to 3 of 3" and len(pager.box.children[1].children) == 1
+    view.close()
