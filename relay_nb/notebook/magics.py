@@ -24,6 +24,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from relay_nb.agent.approval import Approver, approve_all
 from relay_nb.agent.caps import UsageCaps
+from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import RelayError
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.transcript import describe_usage
@@ -50,6 +51,7 @@ _OPTIONS: dict[str, int] = {
     "--reset": 0,
 }
 _ACTIONS = ("--connect", "--connectors", "--usage", "--history", "--reset")
+NAMESPACE_SOURCE = "notebook_dataframes"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
 
@@ -216,8 +218,16 @@ class RelayMagics(Magics):
         from relay_nb.facade import relay as facade
 
         if facade._default is None:
-            return facade.session(model=self.model, notebook=_notebook_name())
-        return facade.session()
+            relay = facade.session(model=self.model, notebook=_notebook_name())
+        else:
+            relay = facade.session()
+        resolver = relay.session.resolver
+        if not any(source.name == NAMESPACE_SOURCE for source in resolver.sources):
+            # the notebook's DataFrames (e.g. one kept with --out) are context the model sees
+            resolver.add(
+                DataFrameNamespaceSource(lambda: self.shell.user_ns, name=NAMESPACE_SOURCE)
+            )
+        return relay
 
     # -- actions ------------------------------------------------------------------------------
 

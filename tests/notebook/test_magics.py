@@ -205,3 +205,15 @@ def test_asking_with_nothing_connected_says_how_to_connect(
     with pytest.raises(RelayCellError, match="no data is connected; connect some first"):
         shell.run("%relay how many customers?")
     assert model.requests == []
+
+
+def test_the_notebooks_dataframes_are_context_for_the_next_question(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    model.add(query("SELECT id, name, country FROM customers ORDER BY id LIMIT 5"), {"text": "5"})
+    shell.run("%relay --out first_five list five customers")
+    model.add({"text": "They are from several countries."})
+    shell.run("%relay where are the customers in first_five from?")
+    system = model.requests[-1].system_text()
+    assert '<context source="notebook_dataframes" title="first_five">' in system
+    assert "first_five: DataFrame, 5 rows x 3 columns" in system
