@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import uuid
 from collections.abc import Callable, MutableMapping, Sequence
@@ -56,7 +55,8 @@ from relay_nb.runtime.types import (
     ToolChoice,
     ToolSpec,
     Usage,
-    estimate_tokens,
+    estimate_output_tokens,
+    estimate_request_tokens,
 )
 from relay_nb.tools import Tool
 
@@ -229,7 +229,7 @@ class _Turn:
         model = self.model or getattr(self.runtime, "model", "") or ""
         plan = plan_call(
             self.limits,
-            prompt_tokens=_request_tokens(request),
+            prompt_tokens=estimate_request_tokens(request),
             max_output_tokens=self.max_output_tokens,
             price=self.prices.price_for(model) if model else None,
         )
@@ -317,7 +317,7 @@ class _Turn:
         """Price the call, emit ``usage``, add it to the turn total, the caps and the ledger."""
         if self.prices is None:
             self.prices = PriceTable.load()
-        usage = _with_estimates(result, request)
+        usage = usage_with_estimates(result, request)
         priced, warnings = price_usage(usage, result.model, self.prices, batch=self.batch)
         for message in [*result.warnings, *warnings]:
             self.warn(message)
@@ -459,38 +459,24 @@ def _index_tools(tools: Sequence[Tool]) -> dict[str, Tool]:
     return index
 
 
-def _with_estimates(result: InvocationResult, request: InvocationRequest) -> Usage:
+def usage_with_estimates(result: InvocationResult, request: InvocationRequest) -> Usage:
     """Provider counts as reported; a missing input or output count becomes chars/4 and
     the receipt says ``estimated`` (DESIGN.md §6), so caps and costs never read it as 0."""
     usage = result.usage
     if usage.input_tokens is not None and usage.output_tokens is not None:
         return usage
-    output = result.output_text + "".join(
-        json.dumps(call.input, ensure_ascii=False) for call in result.tool_calls
-    )
     return Usage(
         input_tokens=usage.input_tokens
         if usage.input_tokens is not None
-        else _request_tokens(request),
+        else estimate_request_tokens(request),
         output_tokens=usage.output_tokens
         if usage.output_tokens is not None
-        else estimate_tokens(output),
+        else estimate_output_tokens(result.output_text, result.tool_calls),
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
         cost_usd=usage.cost_usd,
         estimated=True,
     )
-
-
-def _request_tokens(request: InvocationRequest) -> int:
-    """chars/4 over everything the request sends: messages, tool declarations."""
-    text = "".join(
-        json.dumps(m.model_dump(mode="json"), ensure_ascii=False) for m in request.messages
-    )
-    text += "".join(
-        json.dumps(t.model_dump(mode="json"), ensure_ascii=False) for t in request.tools
-    )
-    return estimate_tokens(text)
 
 
 def _in_conversation(messages: list[Message], outcomes: Sequence[ToolOutcome]) -> None:

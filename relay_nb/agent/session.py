@@ -30,7 +30,7 @@ from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
 from relay_nb.agent.events import Event
 from relay_nb.agent.history import History, digest
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
-from relay_nb.agent.loop import TurnResult, run_turn
+from relay_nb.agent.loop import TurnResult, run_turn, usage_with_estimates
 from relay_nb.agent.pricing import PriceTable, price_usage
 from relay_nb.agent.prompt import base_prompt
 from relay_nb.agent.routing import ModelRouter, ModelSetting
@@ -47,7 +47,7 @@ from relay_nb.context import (
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
-from relay_nb.runtime.types import Message, Usage, estimate_tokens
+from relay_nb.runtime.types import Message, Usage, estimate_request_tokens
 from relay_nb.tools import Tool
 
 if TYPE_CHECKING:
@@ -503,7 +503,7 @@ class Session:
                 model = getattr(runtime, "model", "") or ""
                 plan = plan_call(
                     limits,
-                    prompt_tokens=estimate_tokens(request.model_dump_json()),
+                    prompt_tokens=estimate_request_tokens(request),
                     max_output_tokens=request.max_output_tokens or _MEMORY_WORDS * 2,
                     price=prices.price_for(model) if model else None,
                 )
@@ -515,7 +515,7 @@ class Session:
         except (InvocationError, ConfigurationError) as exc:
             logger.info("history compaction fell back to the digest: %s", exc)
             return None
-        priced, _warnings = price_usage(result.usage, result.model, prices)
+        priced, _warnings = price_usage(usage_with_estimates(result, request), result.model, prices)
         self._meter.add(priced)
         self.usage = self.usage + priced
         self.compaction_usage = self.compaction_usage + priced

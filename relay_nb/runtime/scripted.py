@@ -31,6 +31,8 @@ from relay_nb.runtime.types import (
     InvocationResult,
     ToolCall,
     Usage,
+    estimate_output_tokens,
+    estimate_request_tokens,
     estimate_tokens,
 )
 
@@ -212,11 +214,9 @@ class ScriptedRuntime(BaseRuntime):
 
 def _estimated_usage(request: InvocationRequest, text: str, calls: list[ToolCall]) -> Usage:
     """A scripted model has no provider count; estimate so cost views have numbers to show."""
-    prompt = request.model_dump_json(include={"messages", "tools"})
-    output = text + "".join(json.dumps(c.input) for c in calls)
     return Usage(
-        input_tokens=estimate_tokens(prompt),
-        output_tokens=estimate_tokens(output),
+        input_tokens=estimate_request_tokens(request),
+        output_tokens=estimate_output_tokens(text, calls),
         estimated=True,
     )
 

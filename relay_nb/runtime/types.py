@@ -7,6 +7,8 @@ result from the Anthropic API, the ``claude`` CLI or a script looks the same to 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -28,6 +30,8 @@ __all__ = [
     "ToolResultPart",
     "ToolSpec",
     "Usage",
+    "estimate_output_tokens",
+    "estimate_request_tokens",
     "estimate_tokens",
 ]
 
@@ -38,6 +42,16 @@ def estimate_tokens(text: str) -> int:
     """chars/4 rounded up: the one estimate every relay_nb count falls back to when no
     provider count is at hand (scripted usage, schema rendering, context budgets)."""
     return -(-len(text) // 4)
+
+
+def estimate_request_tokens(request: InvocationRequest) -> int:
+    """chars/4 over what a request sends: its messages and tool declarations."""
+    return estimate_tokens(request.model_dump_json(include={"messages", "tools"}))
+
+
+def estimate_output_tokens(text: str, calls: Sequence[ToolCall]) -> int:
+    """chars/4 over what a reply holds: its text and each tool call's input."""
+    return estimate_tokens(text + "".join(json.dumps(call.input) for call in calls))
 
 
 class _Model(BaseModel):
