@@ -38,7 +38,7 @@ def _turn(rows: int):
 
     from relay_nb.agent.loop import TurnResult
     from relay_nb.agent.tool_calls import ToolOutcome
-    from relay_nb.connectors.sql.results import QueryResult
+    from relay_nb.connectors.results import QueryResult
     from relay_nb.runtime.types import Usage
 
     frame = pd.DataFrame({"id": range(rows), "amount": [i * 0.5 for i in range(rows)]})

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "allow_model_requests": "relay_nb.runtime.switch",
     # connectors
     "SQLConnector": "relay_nb.connectors.sql.connector",
-    "QueryResult": "relay_nb.connectors.sql.results",
+    "QueryResult": "relay_nb.connectors.results",
     "Tool": "relay_nb.tools",
     "ToolResult": "relay_nb.tools",
     "ConnectorError": "relay_nb.errors",
@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.agent.session import Session
     from relay_nb.agent.skills import Skill
     from relay_nb.connectors.sql.connector import SQLConnector
-    from relay_nb.connectors.sql.results import QueryResult
+    from relay_nb.connectors.results import QueryResult
     from relay_nb.errors import (
         ConfigurationError,
         ConnectorError,

@@ -29,12 +29,21 @@ def check_connector_id(connector_id: str) -> str:
 
 
 class Connector(ABC):
-    """One registered data system. Subclasses set ``id``, ``kind``, ``name``, ``description``."""
+    """One registered data system. Subclasses set ``id``, ``kind``, ``name``, ``description``
+    and ``target``.
+
+    Required: :meth:`tools` and :meth:`prompt_context`. The rest have working defaults and
+    serve the registry: ``target`` and :meth:`object_names` fill the ``%relay --connectors``
+    table, :meth:`refresh` drops cached schema when its TTL expires or the analyst asks,
+    :meth:`close` runs on removal and at kernel shutdown.
+    """
 
     id: str
     kind: str
     name: str
     description: str | None = None
+    target: str = ""
+    """Where it points, for people: a URL with any password masked, never a secret."""
 
     @abstractmethod
     def tools(self) -> list[Tool]:
@@ -44,6 +53,14 @@ class Connector(ABC):
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         """What is queryable, compact enough for a system prompt; ranked by ``question``
         and cut to ``max_tokens`` when both are given."""
+
+    def object_names(self) -> list[str]:
+        """What the model can query here (tables, collections, endpoints); may read the
+        schema, so it can raise when the system is unreachable."""
+        return []
+
+    def refresh(self) -> None:  # noqa: B027 - connectors without a schema cache need not override
+        """Forget cached schema so the next prompt reads it again."""
 
     def close(self) -> None:  # noqa: B027 - connectors without resources need not override
         """Release pools, sockets and file handles."""

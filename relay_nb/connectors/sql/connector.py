@@ -28,7 +28,7 @@ from relay_nb.connectors.sql.readonly import (
     run_read_only,
 )
 from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
-from relay_nb.connectors.sql.results import QueryResult, build_frame, preview_for_model
+from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError
 from relay_nb.redaction import redact, register_secret
@@ -96,6 +96,7 @@ class SQLConnector(Connector):
             if password:
                 register_secret(str(password))
         self.engine = build_engine(url_or_engine)
+        self.target = self.engine.url.render_as_string(hide_password=True)
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
@@ -110,7 +111,10 @@ class SQLConnector(Connector):
                     self._catalog = self._introspect()
         return self._catalog
 
-    def refresh(self) -> Catalog:
+    def object_names(self) -> list[str]:
+        return [table.qualified_name for table in self.catalog.tables]
+
+    def refresh(self) -> Catalog:  # type: ignore[override] - also returns the new catalog
         """Re-read the catalog (after the database's schema changed)."""
         with self._catalog_lock:
             self._catalog = self._introspect()

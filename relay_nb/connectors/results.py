@@ -1,5 +1,8 @@
 """Turn fetched rows into the analyst's DataFrame and the model's compact preview.
 
+Shared by every connector kind: SQL rows, Mongo documents and HTTP JSON records all end as a
+``QueryResult`` whose ``df`` the notebook shows and whose preview the model reads.
+
 The two audiences want different things: the notebook keeps every fetched row with correct
 dtypes; the model gets column names, types and the first rows within a token cap, because a
 200-row table in the prompt costs money and drowns the question.
@@ -9,20 +12,23 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["QueryResult", "build_frame", "preview_for_model"]
+__all__ = ["QueryResult", "build_frame", "frame_from_records", "preview_for_model"]
 
 
 class QueryResult(BaseModel):
     """One executed query: the DataFrame plus what ran and how it went.
 
-    ``executed_sql`` carries ``LIMIT row_limit + 1``: the extra row is how ``truncated``
-    tells "exactly row_limit rows" from "more existed"; it is dropped from ``df``.
+    ``executed_sql`` is what actually ran, in ``language``: SQL (carrying ``LIMIT
+    row_limit + 1``: the extra row is how ``truncated`` tells "exactly row_limit rows" from
+    "more existed"; it is dropped from ``df``), a Mongo query as canonical JSON, or an HTTP
+    request line. The name stays ``executed_sql`` because SQL is the common case.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
@@ -35,6 +41,8 @@ class QueryResult(BaseModel):
     connector_id: str = ""
     submitted_sql: str = ""
     tables: tuple[str, ...] = ()
+    language: str = "sql"
+    """How ``executed_sql`` is written: ``"sql"``, ``"mongo"`` (JSON) or ``"http"``."""
 
     def __repr__(self) -> str:
         more = ", truncated" if self.truncated else ""
@@ -73,6 +81,30 @@ def build_frame(
         ):
             frame[name] = _parse_iso(series)
     return frame
+
+
+def frame_from_records(records: Sequence[Mapping[str, Any]], *, max_depth: int = 1) -> pd.DataFrame:
+    """JSON-like records (Mongo documents, API responses) to a flat DataFrame.
+
+    Nested objects become dotted columns down to ``max_depth`` levels (``customer.name``);
+    deeper objects and lists stay one cell each, serialised as compact JSON so the frame
+    holds only scalars (a list cell cannot be sorted, grouped or shown in a pager).
+    Callers convert driver types (ObjectId, Decimal128…) to plain Python first.
+    """
+    if not records:
+        return pd.DataFrame()
+    frame = pd.json_normalize(list(records), max_level=max_depth)
+    for name in frame.columns:
+        series = frame[name]
+        if series.map(lambda v: isinstance(v, (list, dict, tuple))).any():
+            frame[name] = series.map(_compact_json)
+    return build_frame(list(frame.columns), list(frame.itertuples(index=False, name=None)))
+
+
+def _compact_json(value: Any) -> Any:
+    if isinstance(value, (list, dict, tuple)):
+        return json.dumps(value, default=str, separators=(",", ":"), ensure_ascii=False)
+    return value
 
 
 def _parse_iso(series: pd.Series) -> pd.Series:
