@@ -95,8 +95,8 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.agent.pricing import PriceTable
     from relay_nb.agent.session import Session
     from relay_nb.agent.skills import Skill
-    from relay_nb.connectors.sql.connector import SQLConnector
     from relay_nb.connectors.results import QueryResult
+    from relay_nb.connectors.sql.connector import SQLConnector
     from relay_nb.errors import (
         ConfigurationError,
         ConnectorError,

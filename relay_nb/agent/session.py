@@ -37,6 +37,7 @@ from relay_nb.agent.routing import ModelRouter, ModelSetting
 from relay_nb.agent.skills import TIERS, Skill, SkillRegistry
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.connectors.base import Connector
+from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, ConnectorRegistry
 from relay_nb.context import (
     ConnectorSchemaSource,
     ContextResolver,
@@ -72,7 +73,8 @@ class Session:
 
     ``ledger=None`` records to the default SQLite file (``default_ledger_path()``), a path
     or URL records there, ``False`` records nothing. ``caps`` applies to every turn,
-    ``session_caps`` to the session's running total.
+    ``session_caps`` to the session's running total. A connector's schema is re-read at the
+    start of the first turn after it is ``schema_ttl_s`` old (None: only on ``refresh``).
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class Session:
         charts: bool = True,
         notebook: str | None = None,
         session_id: str | None = None,
+        schema_ttl_s: float | None = DEFAULT_SCHEMA_TTL_S,
     ) -> None:
         if default_tier not in TIERS:
             raise ConfigurationError(f"default_tier must be one of {TIERS}, got {default_tier!r}")
@@ -114,7 +117,8 @@ class Session:
         self.max_output_tokens = max_output_tokens
         self.default_tier = default_tier
         self.notebook = notebook
-        self.connectors: dict[str, Connector] = {}
+        self.connectors = ConnectorRegistry(schema_ttl_s=schema_ttl_s)
+        """Registered connectors by id (a read-only mapping; change it with add/remove)."""
         self.tools: dict[str, Tool] = {}
         self.skills = SkillRegistry()
         self.history = History(inline_chars=inline_result_chars)
@@ -168,26 +172,18 @@ class Session:
             self._check_tool_name(tool.name, ignore=old)
         if old is not None:
             self.resolver.remove(f"schema:{connector.id}")
-            if old is not connector:
-                old.close()
-        self.connectors[connector.id] = connector
+        self.connectors.add(connector, replace=True)  # closes the one it replaces
         self.resolver.add(ConnectorSchemaSource(connector))
         return connector
 
     def remove_connector(self, connector_id: str, *, close: bool = True) -> None:
         """Unregister (and by default close) a connector; skills that use it go too."""
-        connector = self.connectors.pop(connector_id, None)
-        if connector is None:
-            raise ConfigurationError(
-                f"no connector {connector_id!r}; registered: {sorted(self.connectors) or 'none'}"
-            )
+        self.connectors.remove(connector_id, close=close)
         self.resolver.remove(f"schema:{connector_id}")
         for name in [
             n for n in self.skills.names() if connector_id in self.skills.get(n).connectors
         ]:
             self.skills.remove(name)
-        if close:
-            connector.close()
 
     def add_tool(self, tool: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
         """Register an extra tool (a ``Tool`` or a plain typed function); ``replace=True``
@@ -207,7 +203,8 @@ class Session:
 
     def _check_tool_name(self, name: str, *, ignore: Connector | None = None) -> None:
         connectors = [c for c in self.connectors.values() if c is not ignore]
-        taken = {t.name for c in connectors for t in c.tools()} | set(self.tools) | {CHART_TOOL}
+        taken = {t.name for c in connectors for t in self.connectors.tools(c.id)}
+        taken |= set(self.tools) | {CHART_TOOL}
         if name in taken:
             raise ConfigurationError(f"a tool named {name!r} is already registered")
 
@@ -368,8 +365,7 @@ class Session:
     async def aclose(self) -> None:
         """Close connectors, runtimes and the ledger."""
         await self.resolver.aclose()
-        for connector in self.connectors.values():
-            connector.close()
+        self.connectors.close()
         routers = [self.router, *self._routers.values()]
         for runtime in [r for router in routers for r in router.runtimes()]:
             closer = getattr(runtime, "aclose", None)
@@ -396,7 +392,7 @@ class Session:
         return active, connector_ids, tier, max(s.max_steps for s in active)
 
     def _tools_for(self, active: Sequence[Skill], connector_ids: Sequence[str]) -> list[Tool]:
-        tools = [t for cid in connector_ids for t in self.connectors[cid].tools()]
+        tools = [t for cid in connector_ids for t in self.connectors.tools(cid)]
         extra = (
             list(dict.fromkeys(n for s in active for n in s.tools)) if active else list(self.tools)
         )
@@ -442,6 +438,8 @@ class Session:
         max_steps: int | None = None,
     ) -> TurnResult:
         active, connector_ids, tier, planned_steps = self._plan(skills)
+        if self.connectors.stale():
+            await asyncio.to_thread(self.connectors.refresh_stale)
         return await run_turn(
             question,
             runtime=runtime or self.router.runtime_for(tier),

@@ -9,7 +9,11 @@ cleanly. ``relay_nb.session()`` is the kernel's default instance, the one the ma
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,26 +26,23 @@ from relay_nb.agent.session import LedgerSetting, Session
 from relay_nb.agent.skills import Skill, Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.errors import ConfigurationError
+from relay_nb.facade.config import RelayConfig, build_connectors, load_config
 from relay_nb.facade.loop_thread import run_sync
+from relay_nb.facade.targets import connector_for
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import Message, Usage
 from relay_nb.tools import Tool
 
 if TYPE_CHECKING:
     import pandas as pd
-    from sqlalchemy import Engine
 
 __all__ = ["Relay", "Turn", "session"]
 
 Turn = TurnResult
 """DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
 
-_NOT_YET = {
-    "mongodb": "MongoDB",
-    "mongodb+srv": "MongoDB",
-    "http": "HTTP APIs",
-    "https": "HTTP APIs",
-}
+_open: weakref.WeakSet[Relay] = weakref.WeakSet()
+"""Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
 
 
 class Relay:
@@ -66,8 +67,12 @@ class Relay:
         ledger: LedgerSetting = None,
         routes: Mapping[str, str] | None = None,
         notebook: str | None = None,
+        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
+        loaded = load_config(config) if config is not None else None
+        if loaded is not None and loaded.schema_ttl_s is not None:
+            options.setdefault("schema_ttl_s", loaded.schema_ttl_s)
         self.session = Session(
             model,
             caps=UsageCaps(max_cost_usd=max_cost_usd, max_tokens=max_tokens),
@@ -80,6 +85,9 @@ class Relay:
             notebook=notebook,
             **options,
         )
+        _open.add(self)
+        if loaded is not None:
+            self._apply_config(loaded)
 
     def __repr__(self) -> str:
         s = self.session
@@ -91,55 +99,34 @@ class Relay:
 
     # -- data -----------------------------------------------------------------------------------
 
-    def connect(
-        self,
-        connector_id: str,
-        target: str | Engine | Connector,
-        *,
-        tables: Sequence[str] | None = None,
-        schemas: Sequence[str] | None = None,
-        row_limit: int = 200,
-        statement_timeout_s: float = 30.0,
-        name: str | None = None,
-        description: str | None = None,
-    ) -> Connector:
+    def connect(self, connector_id: str, target: Any, **options: Any) -> Connector:
         """Register a data source under ``connector_id`` (reconnecting replaces it).
 
-        ``target``: a SQLAlchemy URL (``postgresql+psycopg://ro@127.0.0.1/shop``,
-        ``sqlite:///shop.db``, ``duckdb:///x.duckdb``), a SQLAlchemy engine, or a
-        connector object.
-        """
-        if isinstance(target, Connector):
-            if target.id != connector_id:
-                raise ConfigurationError(
-                    f"the connector's id is {target.id!r}, not {connector_id!r}"
-                )
-            return self.session.add_connector(target, replace=True)
-        if isinstance(target, str):
-            scheme = target.split("://", 1)[0].lower() if "://" in target else ""
-            if scheme in _NOT_YET:
-                raise ConfigurationError(
-                    f"{_NOT_YET[scheme]} cannot be connected in this version of relay_nb; "
-                    "connect a SQL database (a SQLAlchemy URL or engine) or a Connector object"
-                )
-        elif not _is_engine(target):
-            raise ConfigurationError(
-                f"connect() takes a database URL, a SQLAlchemy engine or a Connector, not "
-                f"{type(target).__name__}"
-            )
-        from relay_nb.connectors.sql.connector import SQLConnector
+        ``target`` picks the kind (see :mod:`relay_nb.facade.targets`):
 
-        connector = SQLConnector(
-            connector_id,
-            target,
-            tables=tables,
-            schemas=schemas,
-            row_limit=row_limit,
-            statement_timeout_s=statement_timeout_s,
-            name=name,
-            description=description,
-        )
-        return self.session.add_connector(connector, replace=True)
+        - a DataFrame, ``{"table": df, …}``, or a function returning a DataFrame: SQL over
+          in-notebook frames through DuckDB (``row_limit``, ``statement_timeout_s``);
+        - a SQLAlchemy URL or engine (``postgresql+psycopg://ro@127.0.0.1/shop``,
+          ``sqlite:///shop.db``): ``tables``, ``schemas``, ``row_limit``,
+          ``statement_timeout_s``, ``sample_values``;
+        - ``mongodb://host/db``: ``collections``, ``sample_size``, ``max_depth``,
+          ``row_limit``, ``timeout_s``;
+        - ``https://api.example.com/v1``: ``auth={"type": "bearer", "token_env": "VAR"}``,
+          ``headers``, ``openapi`` (a file or URL), ``methods``, ``timeout_s``;
+        - ``"tavily"`` / ``"brave"`` / ``"serper"``: web search (``api_key_env``,
+          ``max_results``);
+        - a ``Connector`` object.
+
+        Every kind also takes ``name`` and ``description``. Nothing is registered when the
+        connector cannot be built: a bad URL or option leaves the session as it was.
+        """
+        connector = connector_for(connector_id, target, options)
+        try:
+            return self.session.add_connector(connector, replace=True)
+        except BaseException:
+            if connector is not self.session.connectors.get(connector_id):
+                connector.close()
+            raise
 
     def disconnect(self, connector_id: str) -> None:
         """Close and forget a connector (skills that use it are removed too)."""
@@ -148,6 +135,54 @@ class Relay:
     @property
     def connectors(self) -> dict[str, Connector]:
         return dict(self.session.connectors)
+
+    def connector_status(self) -> pd.DataFrame:
+        """One row per connector: id, type, target (passwords masked), what it holds
+        (tables, collections, endpoints) and whether its schema could be read."""
+        import pandas as pd
+
+        rows = [
+            {
+                "id": s.id,
+                "type": s.type,
+                "target": s.target,
+                "objects": ", ".join(s.objects),
+                "status": s.status,
+            }
+            for s in self.session.connectors.statuses()
+        ]
+        return pd.DataFrame(rows, columns=["id", "type", "target", "objects", "status"])
+
+    def refresh(self, connector_id: str | None = None) -> list[str]:
+        """Re-read one connector's schema (or every one's) now; returns the ids refreshed."""
+        return self.session.connectors.refresh(connector_id)
+
+    def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any]) -> list[str]:
+        """Register the connectors and skills of a ``relay.config.json`` (or a mapping);
+        returns the connector ids. All or nothing: on any error, nothing is registered."""
+        return self._apply_config(load_config(config))
+
+    def _apply_config(self, config: RelayConfig) -> list[str]:
+        known = set(self.session.connectors) | {spec.id for spec in config.connectors}
+        for skill in config.skills:  # checked before anything connects: all or nothing
+            missing = [c for c in skill.connectors if c not in known]
+            if missing:
+                raise ConfigurationError(
+                    f"skill {skill.name!r} names connector(s) {missing} that neither the config "
+                    'nor the session has; add them under "connectors" or fix the ids'
+                )
+            unknown = [t for t in skill.tools if t not in self.session.tools]
+            if unknown:
+                raise ConfigurationError(
+                    f"skill {skill.name!r} names tool(s) {unknown} that are not registered; "
+                    "register them with relay.tool(...) before loading the config"
+                )
+        connectors = build_connectors(config)
+        for connector in connectors:
+            self.session.add_connector(connector, replace=True)
+        for skill in config.skills:
+            self.skill(skill.name, **skill.model_dump(exclude={"name"}))
+        return [c.id for c in connectors]
 
     # -- skills and tools -----------------------------------------------------------------------
 
@@ -242,12 +277,12 @@ class Relay:
         run_sync(self.session.aclose())
 
 
-def _is_engine(value: object) -> bool:
-    try:
-        from sqlalchemy import Engine
-    except ImportError:  # pragma: no cover - sqlalchemy is a dependency
-        return False
-    return isinstance(value, Engine)
+@atexit.register
+def _close_all_at_exit() -> None:
+    """Kernel shutdown: close every live session's connectors (pools, clients, sockets)."""
+    for relay in list(_open):
+        with contextlib.suppress(Exception):
+            relay.session.connectors.close()
 
 
 _default: Relay | None = None

@@ -7,17 +7,28 @@ ipywidgets.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __all__ = ["load_ipython_extension"]
 
 
 def load_ipython_extension(shell: Any) -> None:
-    """Register the ``%relay`` / ``%%relay`` magics with ``shell``."""
+    """Register the ``%relay`` / ``%%relay`` magics with ``shell``, then load the config
+    file (``$RELAY_CONFIG``, else ``relay.config.json`` in the working directory) if there
+    is one. A broken config fails loudly, but only after the magics are registered, so the
+    analyst can fix it and run ``%relay --config FILE``."""
+    from relay_nb.facade.config import CONFIG_FILENAME
     from relay_nb.notebook.magics import RelayMagics
     from relay_nb.notebook.questions import protect_question_marks
 
-    shell.register_magics(RelayMagics)
+    magics = RelayMagics(shell=shell)
+    shell.register_magics(magics)
     cleanup = shell.input_transformers_cleanup
     if protect_question_marks not in cleanup:  # %reload_ext must not add it twice
         cleanup.append(protect_question_marks)
+    path = os.environ.get("RELAY_CONFIG") or (
+        CONFIG_FILENAME if os.path.exists(CONFIG_FILENAME) else None
+    )
+    if path:
+        magics.load_config_file(path)

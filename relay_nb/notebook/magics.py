@@ -25,8 +25,9 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 from relay_nb.agent.approval import Approver, approve_all
 from relay_nb.agent.caps import UsageCaps
 from relay_nb.context import DataFrameNamespaceSource
-from relay_nb.errors import RelayError
+from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.facade.relay import Relay
+from relay_nb.facade.targets import is_frame
 from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.live import LiveTurnView
@@ -45,20 +46,33 @@ _OPTIONS: dict[str, int] = {
     "--connect": 2,
     "--tables": 1,
     "--row-limit": 1,
+    "--disconnect": 1,
     "--connectors": 0,
+    "--refresh": 0,
+    "--config": 1,
     "--usage": 0,
     "--history": 0,
     "--reset": 0,
 }
-_ACTIONS = ("--connect", "--connectors", "--usage", "--history", "--reset")
+_ACTIONS = (
+    "--connect",
+    "--disconnect",
+    "--connectors",
+    "--refresh",
+    "--config",
+    "--usage",
+    "--history",
+    "--reset",
+)
 NAMESPACE_SOURCE = "notebook_dataframes"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
 
 USAGE = (
     "usage: %relay [--model PROFILE] [--skill NAME] [--max-steps N] [--max-cost USD] "
-    "[--out VAR] [--sql] QUESTION  |  %relay --connect NAME URL [--tables a,b] "
-    "[--row-limit N]  |  %relay --connectors | --usage | --history | --reset"
+    "[--out VAR] [--sql] QUESTION  |  %relay --connect NAME URL_OR_VARIABLE [--tables a,b] "
+    "[--row-limit N]  |  %relay --disconnect NAME | --config FILE | --connectors | --refresh "
+    "| --usage | --history | --reset"
 )
 
 
@@ -293,24 +307,57 @@ class RelayMagics(Magics):
         return shown
 
     def _connect(self, command: Command) -> None:
-        name, url = command.options["connect"]
-        tables = command.options.get("tables")
-        connector = self._session().connect(
-            name,
-            url,
-            tables=tables.split(",") if tables else None,
-            row_limit=int(command.options.get("row-limit", 200)),
-        )
-        print(f"connected {connector.id!r}: {len(connector.tools())} tools")
+        name, where = command.options["connect"]
+        target = self._target(where)
+        options: dict[str, Any] = {}
+        if "tables" in command.options:
+            allowlist = "collections" if str(where).lower().startswith("mongodb") else "tables"
+            options[allowlist] = [t.strip() for t in command.options["tables"].split(",")]
+        if "row-limit" in command.options:
+            options["row_limit"] = int(command.options["row-limit"])
+        connector = self._session().connect(name, target, **options)
+        tools = ", ".join(tool.name for tool in connector.tools())
+        print(f"connected {connector.id!r} ({connector.kind}): {tools}")
+
+    def _target(self, where: str) -> Any:
+        """A notebook variable's value, or the text itself (a URL, a provider name).
+
+        A DataFrame variable is connected *by name*: each query reads the variable again,
+        so ``sales = sales[sales.amount > 0]`` in a later cell is what the next turn sees.
+        """
+        namespace = self.shell.user_ns
+        if not _IDENTIFIER.match(where) or where not in namespace:
+            return where
+        value = namespace[where]
+        if is_frame(value):
+            return _variable(namespace, where)
+        if isinstance(value, dict) and value and all(is_frame(v) for v in value.values()):
+            return {key: _variable(namespace, where, key) for key in value}
+        return value
+
+    def _disconnect(self, command: Command) -> None:
+        name = command.options["disconnect"]
+        self._session().disconnect(name)
+        print(f"disconnected {name!r}")
 
     def _connectors(self, command: Command) -> Any:
-        import pandas as pd
+        return self._session().connector_status()
 
-        rows = [
-            {"id": c.id, "kind": c.kind, "name": c.name, "tools": _tool_names(c)}
-            for c in self._session().connectors.values()
-        ]
-        return pd.DataFrame(rows, columns=["id", "kind", "name", "tools"])
+    def _refresh(self, command: Command) -> None:
+        refreshed = self._session().refresh()
+        print(f"schema re-read: {', '.join(refreshed) or 'no connectors'}")
+
+    def _config(self, command: Command) -> None:
+        self.load_config_file(command.options["config"])
+
+    def load_config_file(self, path: str) -> list[str]:
+        """Register a ``relay.config.json``'s connectors and skills into the default session."""
+        try:
+            ids = self._session().load_config(path)
+        except RelayError as exc:
+            raise RelayCellError(str(exc)) from None
+        print(f"{Path(path).name}: connected {', '.join(ids) or 'nothing'}")
+        return ids
 
     def _usage(self, command: Command) -> None:
         relay = self._session()
@@ -345,8 +392,25 @@ class RelayMagics(Magics):
         return ask_with_input
 
 
-def _tool_names(connector: Any) -> str:
-    return ", ".join(tool.name for tool in connector.tools())
+def _variable(namespace: dict[str, Any], name: str, key: str | None = None) -> Any:
+    """A function returning the DataFrame the notebook variable holds *now*."""
+
+    def read() -> Any:
+        if name not in namespace:
+            raise ConfigurationError(
+                f"the notebook variable {name!r} no longer exists; define it again or "
+                f"%relay --disconnect the connector"
+            )
+        value = namespace[name]
+        if key is not None:
+            if not isinstance(value, dict) or key not in value:
+                raise ConfigurationError(
+                    f"{name}[{key!r}] no longer exists; reconnect with %relay --connect"
+                )
+            value = value[key]
+        return value
+
+    return read
 
 
 def _notebook_name() -> str | None:

@@ -90,9 +90,8 @@ def test_connect_accepts_an_engine_or_a_connector_and_reconnecting_replaces(
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("mongodb://127.0.0.1:27017/app", "MongoDB cannot be connected in this version"),
-        ("https://api.example.com", "HTTP APIs cannot be connected"),
         (42, "not int"),
+        ({"orders": [1, 2]}, "a mapping only of table names to DataFrames"),
         ("postgresql+asyncpg://u:pw@h/db", "pip install 'relay-nb[postgres]'"),
     ],
 )
@@ -100,6 +99,13 @@ def test_connect_errors_say_what_to_do(target: object, message: str) -> None:
     relay = Relay(ScriptedRuntime(), ledger=False)
     with pytest.raises(ConfigurationError, match=message.replace("[", r"\[").replace("]", r"\]")):
         relay.connect("x", target)  # type: ignore[arg-type]
+    assert relay.connectors == {}
+
+
+def test_connect_names_the_options_a_connector_takes(shop_url: str) -> None:
+    relay = Relay(ScriptedRuntime(), ledger=False)
+    with pytest.raises(ConfigurationError, match="SQLConnector does not take collections; it "):
+        relay.connect("shop", shop_url, collections=["orders"])
     assert relay.connectors == {}
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import URL, Engine
 
 from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.dialects import sqlglot_dialect
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
@@ -28,7 +29,6 @@ from relay_nb.connectors.sql.readonly import (
     run_read_only,
 )
 from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
-from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError
 from relay_nb.redaction import redact, register_secret
@@ -91,12 +91,11 @@ class SQLConnector(Connector):
         self._tables = list(tables) if tables is not None else None
         self._schemas = list(schemas) if schemas is not None else None
         self._owns_engine = not isinstance(url_or_engine, Engine)
-        if self._owns_engine:
-            password = parse_url(url_or_engine).password
-            if password:
-                register_secret(str(password))
+        given = parse_url(url_or_engine) if self._owns_engine else url_or_engine.url
+        if given.password:
+            register_secret(str(given.password))
         self.engine = build_engine(url_or_engine)
-        self.target = self.engine.url.render_as_string(hide_password=True)
+        self.target = given.render_as_string(hide_password=True)
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()

@@ -1,0 +1,229 @@
+"""``ConnectorRegistry``: the connectors a session holds, their schema age and their status.
+
+A notebook registers, replaces and removes connectors from cells all day, so the registry
+owns three lifecycles the connectors themselves cannot see:
+
+- **Closing.** A connector replaced or removed is closed at once (its pool, client or socket
+  goes with it), and :meth:`close` closes the rest at kernel shutdown: nothing leaks.
+- **Schema age.** Each connector's cached schema is refreshed once it is older than
+  ``schema_ttl_s`` (checked at the start of each turn by :meth:`refresh_stale`), so a table
+  created in another cell shows up without reconnecting.
+- **Invalidation.** Every change bumps :attr:`version` and drops the cached tool lists, so
+  the next turn is built from what is registered now.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from pydantic import BaseModel
+
+from relay_nb.connectors.base import Connector
+from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import redact
+from relay_nb.tools import Tool
+
+__all__ = ["DEFAULT_SCHEMA_TTL_S", "ConnectorRegistry", "ConnectorStatus"]
+
+DEFAULT_SCHEMA_TTL_S = 300.0
+_STATUS_TIMEOUT_S = 15.0
+_MAX_STATUS_CHARS = 200
+
+
+class ConnectorStatus(BaseModel):
+    """One row of ``%relay --connectors``: never a secret (``target`` is masked)."""
+
+    id: str
+    type: str
+    name: str
+    target: str
+    objects: list[str]
+    status: str
+    """``"ok"``, or ``"error: …"`` with the reason the schema could not be read."""
+
+
+class ConnectorRegistry(Mapping[str, Connector]):
+    """Connectors by id; a read-only mapping, changed only through :meth:`add`/:meth:`remove`."""
+
+    def __init__(
+        self,
+        *,
+        schema_ttl_s: float | None = DEFAULT_SCHEMA_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if schema_ttl_s is not None and schema_ttl_s <= 0:
+            raise ConfigurationError(
+                "schema_ttl_s must be a positive number of seconds, or None to keep a "
+                "connector's schema until it is refreshed by hand"
+            )
+        self.schema_ttl_s = schema_ttl_s
+        self._clock = clock
+        self._connectors: dict[str, Connector] = {}
+        self._loaded_at: dict[str, float] = {}
+        self._tools: dict[str, list[Tool]] = {}
+        self._lock = threading.Lock()
+        self.version = 0
+        """Bumped on every add, replace, remove and refresh."""
+
+    # -- mapping ---------------------------------------------------------------------------------
+
+    def __getitem__(self, connector_id: str) -> Connector:
+        return self._connectors[connector_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._connectors))
+
+    def __len__(self) -> int:
+        return len(self._connectors)
+
+    def __repr__(self) -> str:
+        return f"<ConnectorRegistry {list(self._connectors)}>"
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def add(self, connector: Connector, *, replace: bool = False) -> Connector | None:
+        """Register ``connector``; with ``replace`` the one under the same id is closed and
+        returned (None when there was none)."""
+        if not isinstance(connector, Connector):
+            raise ConfigurationError(
+                f"expected a Connector, got {type(connector).__name__}; build one with "
+                "relay.connect(ID, URL_OR_OBJECT) or subclass relay_nb.Connector"
+            )
+        with self._lock:
+            old = self._connectors.get(connector.id)
+            if old is not None and not replace:
+                raise ConfigurationError(
+                    f"a connector with id {connector.id!r} is already registered; remove it "
+                    "first or pass replace=True"
+                )
+            self._connectors[connector.id] = connector
+            self._loaded_at[connector.id] = self._clock()
+            self._changed(connector.id)
+        if old is not None and old is not connector:
+            old.close()
+        return old
+
+    def remove(self, connector_id: str, *, close: bool = True) -> Connector:
+        """Unregister (and by default close) a connector; an unknown id lists the known ones."""
+        with self._lock:
+            connector = self._connectors.pop(connector_id, None)
+            if connector is None:
+                raise _unknown(connector_id, self._connectors)
+            self._loaded_at.pop(connector_id, None)
+            self._changed(connector_id)
+        if close:
+            connector.close()
+        return connector
+
+    def close(self) -> None:
+        """Close and forget every connector (kernel shutdown, ``relay.close()``)."""
+        with self._lock:
+            connectors = list(self._connectors.values())
+            self._connectors.clear()
+            self._loaded_at.clear()
+            self._tools.clear()
+            self.version += 1
+        for connector in connectors:
+            connector.close()
+
+    def _changed(self, connector_id: str) -> None:
+        self._tools.pop(connector_id, None)
+        self.version += 1
+
+    # -- schema age ------------------------------------------------------------------------------
+
+    def stale(self) -> list[str]:
+        """Ids whose schema is older than ``schema_ttl_s``."""
+        if self.schema_ttl_s is None:
+            return []
+        now = self._clock()
+        return [cid for cid, at in self._loaded_at.items() if now - at >= self.schema_ttl_s]
+
+    def refresh(self, connector_id: str | None = None) -> list[str]:
+        """Re-read the schema of one connector (or all); returns the ids refreshed.
+
+        Blocking (it may query the catalog): call it from a thread in async code.
+        """
+        ids = list(self._connectors) if connector_id is None else [connector_id]
+        for cid in ids:
+            connector = self.get(cid)
+            if connector is None:
+                raise _unknown(cid, self._connectors)
+            connector.refresh()
+            with self._lock:
+                if self._connectors.get(cid) is connector:
+                    self._loaded_at[cid] = self._clock()
+                    self._changed(cid)
+        return ids
+
+    def refresh_stale(self) -> list[str]:
+        """Refresh the connectors whose schema outlived the TTL (the start of each turn).
+
+        A connector that cannot be refreshed keeps its old schema; its error surfaces when
+        the model uses it, where it can be reported in context.
+        """
+        refreshed = []
+        for cid in self.stale():
+            try:
+                self.refresh(cid)
+                refreshed.append(cid)
+            except Exception:
+                with self._lock:  # try again after another TTL, not on every turn
+                    if cid in self._loaded_at:
+                        self._loaded_at[cid] = self._clock()
+        return refreshed
+
+    # -- what the model and the analyst see ------------------------------------------------------
+
+    def tools(self, connector_id: str) -> list[Tool]:
+        """The connector's tools, built once per registration (dropped on every change)."""
+        cached = self._tools.get(connector_id)
+        if cached is None:
+            cached = self._tools[connector_id] = list(self[connector_id].tools())
+        return cached
+
+    def statuses(self, *, timeout_s: float = _STATUS_TIMEOUT_S) -> list[ConnectorStatus]:
+        """One row per connector, their schemas read concurrently (each may be a server
+        round trip); one unreachable system shows its error without hiding the others."""
+        connectors = list(self._connectors.values())
+        if not connectors:
+            return []
+        pool = ThreadPoolExecutor(max_workers=min(8, len(connectors)))
+        futures = [pool.submit(c.object_names) for c in connectors]
+        deadline = time.monotonic() + timeout_s
+        rows = []
+        for connector, future in zip(connectors, futures, strict=True):
+            try:
+                remaining = max(0.0, deadline - time.monotonic())
+                objects, status = list(future.result(timeout=remaining)), "ok"
+            except FutureTimeout:
+                objects, status = [], f"error: no answer within {timeout_s:g} s"
+            except Exception as exc:
+                objects, status = [], f"error: {_short(exc)}"
+            rows.append(
+                ConnectorStatus(
+                    id=connector.id,
+                    type=connector.kind,
+                    name=connector.name,
+                    target=redact(connector.target),
+                    objects=objects,
+                    status=status,
+                )
+            )
+        pool.shutdown(wait=False, cancel_futures=True)  # a hung system must not hang the cell
+        return rows
+
+
+def _unknown(connector_id: str, known: Mapping[str, Connector]) -> ConfigurationError:
+    return ConfigurationError(
+        f"no connector {connector_id!r}; registered: {sorted(known) or 'none'}"
+    )
+
+
+def _short(exc: BaseException) -> str:
+    text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    return text if len(text) <= _MAX_STATUS_CHARS else text[: _MAX_STATUS_CHARS - 1] + "…"

@@ -1,0 +1,230 @@
+"""Connector specifications: one validated record per connector, built into a live connector.
+
+A spec is what a ``relay.config.json`` entry says (``{"type", "id", "name", "config"}``),
+checked by pydantic before anything connects, so a typo is reported with its place in the
+file rather than as a driver's stack trace. The rule that makes a config file safe to commit
+lives here too: secrets appear only as environment variable *names* (``token_env``) or as
+``${VAR}`` references, never inline — :func:`check_no_inline_secrets` runs on the text as
+written, before substitution.
+
+Each connector kind is imported only when a spec of that kind is built.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.errors import ConfigurationError
+
+__all__ = [
+    "SQL_TYPES",
+    "ConnectorSpec",
+    "HTTPSpecConfig",
+    "MongoSpecConfig",
+    "SQLSpecConfig",
+    "WebSearchSpecConfig",
+    "build_connector",
+    "check_no_inline_secrets",
+]
+
+SQL_TYPES = ("sql", "postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb")
+_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|pass|session", re.IGNORECASE)
+
+
+def _aliases(*names: str) -> Any:
+    """snake_case first, then the Relay-E config's camelCase spellings."""
+    return Field(default=None, validation_alias=AliasChoices(*names))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SQLSpecConfig(_Strict):
+    url: str
+    tables: list[str] | None = _aliases("tables", "tableAllowlist", "table_allowlist")
+    schemas: list[str] | None = None
+    row_limit: int = Field(default=200, validation_alias=AliasChoices("row_limit", "rowLimit"))
+    statement_timeout_s: float = Field(
+        default=30.0, validation_alias=AliasChoices("statement_timeout_s", "statementTimeoutS")
+    )
+    sample_values: int = 0
+
+
+class MongoSpecConfig(_Strict):
+    url: str
+    database: str | None = None
+    collections: list[str] | None = _aliases(
+        "collections", "collectionAllowlist", "collection_allowlist"
+    )
+    sample_size: int = Field(
+        default=100, validation_alias=AliasChoices("sample_size", "sampleSize")
+    )
+    max_depth: int = 3
+    row_limit: int = Field(default=200, validation_alias=AliasChoices("row_limit", "rowLimit"))
+    timeout_s: float = 30.0
+
+
+class HTTPAuthSpec(_Strict):
+    type: Literal["bearer", "basic", "header"]
+    token_env: str | None = _aliases("token_env", "tokenEnv")
+    username_env: str | None = _aliases("username_env", "usernameEnv")
+    password_env: str | None = _aliases("password_env", "passwordEnv")
+    header: str | None = None
+
+
+class HTTPSpecConfig(_Strict):
+    base_url: str = Field(validation_alias=AliasChoices("base_url", "baseUrl"))
+    auth: HTTPAuthSpec | None = None
+    headers: dict[str, str] | None = _aliases("headers", "extraHeaders", "extra_headers")
+    openapi: str | None = _aliases("openapi", "openApiUrl", "openapi_url")
+    methods: list[str] = ["GET"]
+    timeout_s: float = 30.0
+    max_response_bytes: int = 5_000_000
+    row_limit: int = Field(default=200, validation_alias=AliasChoices("row_limit", "rowLimit"))
+    max_operations: int = 60
+
+
+class WebSearchSpecConfig(_Strict):
+    provider: Literal["tavily", "brave", "serper"] = "tavily"
+    api_key_env: str | None = _aliases("api_key_env", "apiKeyEnv")
+    endpoint: str | None = None
+    max_results: int = 5
+    timeout_s: float = 20.0
+
+
+class _SpecBase(_Strict):
+    id: str
+    name: str | None = None
+    description: str | None = None
+
+
+class SQLSpec(_SpecBase):
+    type: Literal["sql", "postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb"]
+    config: SQLSpecConfig
+
+
+class MongoSpec(_SpecBase):
+    type: Literal["mongo", "mongodb"]
+    config: MongoSpecConfig
+
+
+class HTTPSpec(_SpecBase):
+    type: Literal["http"]
+    config: HTTPSpecConfig
+
+
+class WebSearchSpec(_SpecBase):
+    type: Literal["websearch", "web_search"]
+    config: WebSearchSpecConfig = WebSearchSpecConfig()
+
+
+ConnectorSpec = Annotated[
+    SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec, Field(discriminator="type")
+]
+"""One ``connectors[]`` entry of ``relay.config.json``."""
+
+
+def build_connector(
+    spec: SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec, *, base_dir: Path | None = None
+) -> Connector:
+    """The live connector a (substituted) spec describes; relative file paths in it are
+    resolved against ``base_dir`` (the config file's directory)."""
+    check_connector_id(spec.id)
+    common = {"name": spec.name, "description": spec.description}
+    if isinstance(spec, SQLSpec):
+        from relay_nb.connectors.sql.connector import SQLConnector
+
+        return SQLConnector(
+            spec.id, spec.config.url, **spec.config.model_dump(exclude={"url"}), **common
+        )
+    if isinstance(spec, MongoSpec):
+        from relay_nb.connectors.mongo import MongoConnector
+
+        return MongoConnector(
+            spec.id, spec.config.url, **spec.config.model_dump(exclude={"url"}), **common
+        )
+    if isinstance(spec, HTTPSpec):
+        from relay_nb.connectors.http import HTTPConnector
+
+        options = spec.config.model_dump(exclude={"base_url", "openapi", "auth"})
+        openapi = spec.config.openapi
+        if openapi and "://" not in openapi and base_dir is not None:
+            openapi = str((base_dir / openapi).resolve())
+        auth = spec.config.auth.model_dump(exclude_none=True) if spec.config.auth else None
+        return HTTPConnector(
+            spec.id, spec.config.base_url, auth=auth, openapi=openapi, **options, **common
+        )
+    from relay_nb.connectors.websearch import WebSearchConnector
+
+    return WebSearchConnector(spec.id, **spec.config.model_dump(), **common)
+
+
+def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
+    """Refuse secrets written into a config file (before ``${VAR}`` substitution).
+
+    A config file is the kind of file that gets committed; a password in a URL, an inline
+    token or a literal ``Authorization`` header would leak with it.
+    """
+    config = entry.get("config")
+    if not isinstance(config, Mapping):
+        return
+    url = config.get("url")
+    if isinstance(url, str):
+        password = _url_password(url)
+        if password is not None and not _REFERENCE.match(password):
+            raise ConfigurationError(
+                f"{where}.config.url has a password written in it; put it in an environment "
+                "variable and write ${VARIABLE} in its place (e.g. "
+                "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@host/shop)"
+            )
+    auth = config.get("auth")
+    if isinstance(auth, Mapping):
+        for key in ("token", "password", "username", "apiKey", "api_key"):
+            if key in auth:
+                raise ConfigurationError(
+                    f"{where}.config.auth.{key} is an inline secret; config files name "
+                    f'environment variables instead: {_env_key(key)!r}: "MY_API_TOKEN"'
+                )
+    for name, value in _headers(config).items():
+        if _SECRET_HEADER.search(name) and isinstance(value, str) and not _REFERENCE.match(value):
+            raise ConfigurationError(
+                f"{where}.config.headers[{name!r}] looks like a secret written inline; put it "
+                "in an environment variable and write ${VARIABLE} as the header's value"
+            )
+    if "api_key" in config or "apiKey" in config:
+        raise ConfigurationError(
+            f"{where}.config has an inline API key; name its environment variable instead: "
+            '"api_key_env": "TAVILY_API_KEY"'
+        )
+
+
+def _headers(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key in ("headers", "extraHeaders", "extra_headers"):
+        value = config.get(key)
+        if isinstance(value, Mapping):
+            return value
+    return {}
+
+
+def _env_key(key: str) -> str:
+    return {"apiKey": "api_key_env", "api_key": "api_key_env"}.get(key, f"{key}_env")
+
+
+def _url_password(url: str) -> str | None:
+    """The password in ``scheme://user:password@host``, read without a URL parser (a
+    ``${VAR}`` in it is not valid URL syntax yet)."""
+    if "://" not in url:
+        return None
+    authority = url.split("://", 1)[1].split("/", 1)[0]
+    if "@" not in authority:
+        return None
+    userinfo = authority.rsplit("@", 1)[0]
+    return userinfo.split(":", 1)[1] if ":" in userinfo else None

@@ -1,0 +1,182 @@
+"""``relay.config.json``: connectors and skills declared in a file, loaded in one step.
+
+The file is read at ``%load_ext relay_nb`` (from the working directory, or the path in
+``RELAY_CONFIG``) or with ``Relay(config=...)`` / ``relay.load_config(path)``::
+
+    {
+      "connectors": [
+        {"type": "postgres", "id": "shop",
+         "config": {"url": "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@db/shop",
+                    "tables": ["orders", "customers"]}},
+        {"type": "http", "id": "billing",
+         "config": {"base_url": "https://billing.internal/v1", "openapi": "billing.json",
+                    "auth": {"type": "bearer", "token_env": "BILLING_TOKEN"}}},
+        {"type": "websearch", "id": "web", "config": {"provider": "tavily"}}
+      ],
+      "skills": [{"name": "support", "prompt": "…", "connectors": ["shop", "billing"]}],
+      "schema_ttl_s": 300
+    }
+
+Order of checks, so nothing half-applies: the JSON parses; no secret is written inline
+(:func:`~relay_nb.connectors.specs.check_no_inline_secrets`); every ``${VAR}`` is set (a
+missing one is named with its place in the file); pydantic validates the result; only then
+are connectors built — and if one cannot be, those already built are closed again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from relay_nb.agent.skills import Tier
+from relay_nb.connectors.base import Connector
+from relay_nb.connectors.specs import (
+    SQL_TYPES,
+    ConnectorSpec,
+    build_connector,
+    check_no_inline_secrets,
+)
+from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import register_secret
+
+__all__ = ["CONFIG_FILENAME", "RelayConfig", "SkillSpec", "build_connectors", "load_config"]
+
+CONFIG_FILENAME = "relay.config.json"
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL", re.IGNORECASE)
+_MAX_ERRORS = 5
+_TYPE_TAGS = {*SQL_TYPES, "mongo", "mongodb", "http", "websearch", "web_search"}
+
+
+class SkillSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    prompt: str = Field(validation_alias=AliasChoices("prompt", "systemPrompt"))
+    connectors: list[str] = Field(
+        default=[], validation_alias=AliasChoices("connectors", "connectorIds")
+    )
+    tools: list[str] = []
+    tier: Tier = Field(default="balanced", validation_alias=AliasChoices("tier", "preferredTier"))
+    description: str | None = None
+    max_steps: int = 8
+    examples: list[str] = []
+
+
+class RelayConfig(BaseModel):
+    """The validated file; ``base_dir`` anchors relative paths (an OpenAPI file…)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connectors: list[ConnectorSpec] = []
+    skills: list[SkillSpec] = []
+    schema_ttl_s: float | None = None
+    base_dir: Path | None = Field(default=None, exclude=True)
+
+
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RelayConfig:
+    """Read, check and validate a config file (or an already-parsed mapping)."""
+    if isinstance(source, Mapping):
+        raw: Any = dict(source)
+        label, base_dir = "config", None
+    else:
+        path = Path(source).expanduser()
+        label, base_dir = path.name, path.resolve().parent
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigurationError(f"no config file at {str(path)!r}") from None
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            ) from None
+    if not isinstance(raw, dict):
+        raise ConfigurationError(f'{label} must be a JSON object like {{"connectors": [...]}}')
+    entries = raw.get("connectors", [])
+    if isinstance(entries, list):
+        for index, entry in enumerate(entries):
+            if isinstance(entry, Mapping):
+                check_no_inline_secrets(entry, f"{label}: connectors[{index}]")
+    substituted = _substitute(raw, label, ())
+    try:
+        config = RelayConfig.model_validate(substituted)
+    except ValidationError as exc:
+        raise ConfigurationError(_validation_message(label, exc)) from None
+    return config.model_copy(update={"base_dir": base_dir})
+
+
+def build_connectors(config: RelayConfig) -> list[Connector]:
+    """Every connector of ``config``, or none: on a failure the built ones are closed."""
+    ids = [spec.id for spec in config.connectors]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ConfigurationError(f"connector ids must be unique; repeated: {duplicates}")
+    built: list[Connector] = []
+    try:
+        for spec in config.connectors:
+            try:
+                built.append(build_connector(spec, base_dir=config.base_dir))
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"connector {spec.id!r}: {exc}") from None
+    except BaseException:
+        for connector in built:
+            connector.close()
+        raise
+    return built
+
+
+def _substitute(value: Any, label: str, path: tuple[str | int, ...]) -> Any:
+    """``${VAR}`` → the variable's value in every string; a missing one fails loudly."""
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            found = os.environ.get(name)
+            if found is None:
+                raise ConfigurationError(
+                    f"{label}: {_where(path)} uses ${{{name}}}, but the environment variable "
+                    f"{name} is not set; set it (export {name}=… before starting Jupyter, or "
+                    f"os.environ[{name!r}] = … before loading the config)"
+                )
+            if _SECRET_NAME.search(name) and found:
+                register_secret(found)
+            return found
+
+        return _VARIABLE.sub(replace, value)
+    if isinstance(value, list):
+        return [_substitute(item, label, (*path, i)) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        return {key: _substitute(item, label, (*path, key)) for key, item in value.items()}
+    return value
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "the top level"
+
+
+def _validation_message(label: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors()[:_MAX_ERRORS]:
+        place = _where(tuple(p for p in error["loc"] if not _is_union_tag(p)))
+        problems.append(f"{place}: {error['msg']}")
+    more = exc.error_count() - len(problems)
+    suffix = f" (and {more} more)" if more > 0 else ""
+    return f"{label} is not a valid relay config: " + "; ".join(problems) + suffix
+
+
+def _is_union_tag(part: Any) -> bool:
+    """pydantic puts the discriminator's value ('http', 'sql'…) into error locations."""
+    return isinstance(part, str) and part in _TYPE_TAGS

@@ -1,0 +1,174 @@
+"""ConnectorRegistry: replace/remove close, schema TTL, status rows, no leaked connections."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.connectors.base import Connector
+from relay_nb.connectors.registry import ConnectorRegistry
+from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.errors import ConfigurationError
+from relay_nb.tools import Tool
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Hanging(Connector):
+    """A system that never answers: its status row must not hold the others up."""
+
+    kind = "test"
+    target = "nowhere"
+
+    def __init__(self, release: threading.Event) -> None:
+        self.id = self.name = "hanging"
+        self.release = release
+
+    def tools(self) -> list[Tool]:
+        return []
+
+    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
+        return ""
+
+    def object_names(self) -> list[str]:
+        self.release.wait(10)
+        return []
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_replace_and_remove_close_the_old_connector(sqlite_shop: Path) -> None:
+    registry = ConnectorRegistry()
+    first = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    first.query("SELECT 1 AS one")  # a pooled connection now exists
+    registry.add(first)
+    with pytest.raises(ConfigurationError, match="already registered; remove it first"):
+        registry.add(SQLConnector("shop", f"sqlite:///{sqlite_shop}"))
+    second = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    version = registry.version
+    assert registry.add(second, replace=True) is first
+    assert first.engine.pool.checkedin() == 0  # disposed
+    assert registry.version > version and dict(registry) == {"shop": second}
+    with pytest.raises(ConfigurationError, match=r"no connector 'nope'; registered: \['shop'\]"):
+        registry.remove("nope")
+    registry.remove("shop")
+    assert len(registry) == 0
+
+
+def test_a_schema_older_than_the_ttl_is_read_again_before_the_next_turn(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "live.sqlite"
+    admin = sa.create_engine(f"sqlite:///{path}", poolclass=NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    shop = SQLConnector("shop", f"sqlite:///{path}")
+    registry.add(shop)
+    assert shop.object_names() == ["orders"]
+    with admin.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE refunds (id INTEGER PRIMARY KEY)")
+    clock.now += 59
+    assert registry.refresh_stale() == [] and shop.object_names() == ["orders"]
+    clock.now += 1
+    assert registry.refresh_stale() == ["shop"]
+    assert shop.object_names() == ["orders", "refunds"]
+    assert registry.stale() == []  # fresh again
+    shop.close()
+
+
+def test_a_turn_after_the_ttl_sees_a_new_table(tmp_path: Path) -> None:
+    path = tmp_path / "live.sqlite"
+    admin = sa.create_engine(f"sqlite:///{path}", poolclass=NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    model = ScriptedRuntime([{"text": "one"}, {"text": "two"}])
+    relay = Relay(model, ledger=False, schema_ttl_s=0.05)
+    relay.connect("shop", f"sqlite:///{path}")
+    relay.ask("what tables?")
+    with admin.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE refunds (id INTEGER PRIMARY KEY)")
+    threading.Event().wait(0.1)
+    relay.ask("and now?")
+    assert "refunds" not in model.requests[0].system_text()
+    assert "refunds" in model.requests[1].system_text()
+    relay.close()
+
+
+def test_status_rows_show_errors_and_do_not_wait_for_a_hung_system(
+    sqlite_shop: Path, tmp_path: Path
+) -> None:
+    registry = ConnectorRegistry()
+    registry.add(SQLConnector("shop", f"sqlite:///{sqlite_shop}", tables=["orders"]))
+    registry.add(SQLConnector("gone", f"sqlite:///{tmp_path / 'missing.sqlite'}"))
+    release = threading.Event()
+    registry.add(Hanging(release))
+    try:
+        rows = {row.id: row for row in registry.statuses(timeout_s=0.5)}
+    finally:
+        release.set()
+    assert (rows["shop"].objects, rows["shop"].status) == (["orders"], "ok")
+    assert rows["gone"].status.startswith("error: could not read the schema of 'gone'")
+    assert rows["hanging"].status == "error: no answer within 0.5 s"
+    registry.close()
+
+
+def test_the_ttl_must_be_positive() -> None:
+    with pytest.raises(ConfigurationError, match="schema_ttl_s must be a positive number"):
+        ConnectorRegistry(schema_ttl_s=0)
+
+
+def test_connect_replace_disconnect_leaks_no_file_handles(
+    sqlite_shop: Path, duckdb_shop: Path
+) -> None:
+    relay = Relay(ScriptedRuntime(), ledger=False)
+
+    def cycle() -> None:
+        for url in (f"sqlite:///{sqlite_shop}", f"duckdb:///{duckdb_shop}"):
+            relay.connect("db", url).query("SELECT COUNT(*) AS n FROM orders")  # type: ignore[attr-defined]
+            relay.connect("db", url).query("SELECT 1 AS one")  # type: ignore[attr-defined]
+        relay.disconnect("db")
+
+    cycle()  # first use loads drivers, which may keep files open for good
+    before = open_fds()
+    for _ in range(10):
+        cycle()
+    assert open_fds() <= before
+    relay.close()
+
+
+def test_postgres_connections_are_closed_on_replace_and_disconnect(pg_urls) -> None:  # noqa: ANN001
+    admin = sa.create_engine(pg_urls.admin, poolclass=NullPool)
+
+    def relay_ro_connections() -> int:
+        with admin.connect() as conn:
+            return conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = 'relay_ro'"
+            ).scalar_one()
+
+    baseline = relay_ro_connections()
+    relay = Relay(ScriptedRuntime(), ledger=False)
+    for _ in range(3):
+        relay.connect("pg", pg_urls.ro).query("SELECT 1 AS one")  # type: ignore[attr-defined]
+        assert relay_ro_connections() == baseline + 1  # the replaced pool was disposed
+    relay.disconnect("pg")
+    assert relay_ro_connections() == baseline
+    relay.connect("pg", pg_urls.ro).query("SELECT 1 AS one")  # type: ignore[attr-defined]
+    relay.close()
+    assert relay_ro_connections() == baseline
+    admin.dispose()

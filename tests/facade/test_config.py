@@ -1,0 +1,229 @@
+"""relay.config.json: validation, ${VAR} substitution, secrets by name only, all or nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.errors import ConfigurationError
+from relay_nb.facade.config import load_config
+from relay_nb.redaction import redact
+from relay_nb.testing.seed import seed_database
+
+
+@pytest.fixture(scope="module")
+def shop_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("config_shop") / "shop.sqlite"
+    seed_database(f"sqlite:///{path}")
+    return path
+
+
+def write(tmp_path: Path, config: dict) -> Path:
+    path = tmp_path / "relay.config.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def relay() -> Relay:
+    return Relay(ScriptedRuntime(), ledger=False)
+
+
+def test_a_config_registers_connectors_and_skills_with_variables_substituted(
+    tmp_path: Path, shop_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHOP_DIR", str(shop_file.parent))
+    path = write(
+        tmp_path,
+        {
+            "connectors": [
+                {
+                    "type": "sqlite",
+                    "id": "shop",
+                    "name": "Shop",
+                    # the Relay-E spellings are accepted too
+                    "config": {
+                        "url": "sqlite:///${SHOP_DIR}/shop.sqlite",
+                        "tableAllowlist": ["orders", "customers"],
+                        "rowLimit": 7,
+                    },
+                }
+            ],
+            "skills": [
+                {"name": "sales", "systemPrompt": "Revenue only.", "connectorIds": ["shop"]}
+            ],
+            "schema_ttl_s": 60,
+        },
+    )
+    r = Relay(ScriptedRuntime(), ledger=False, config=path)
+    shop = r.connectors["shop"]
+    assert shop.row_limit == 7 and shop.name == "Shop"  # type: ignore[attr-defined]
+    assert sorted(shop.object_names()) == ["customers", "orders"]
+    assert r.session.skills.get("sales").connectors == ("shop",)
+    assert r.session.connectors.schema_ttl_s == 60
+    status = r.connector_status()
+    assert status.to_dict("records") == [
+        {
+            "id": "shop",
+            "type": "sql",
+            "target": f"sqlite:///{shop_file}",
+            "objects": "customers, orders",
+            "status": "ok",
+        }
+    ]
+    r.close()
+
+
+def test_a_missing_variable_fails_loudly_naming_it_and_its_place(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {"connectors": [{"type": "postgres", "id": "pg", "config": {"url": "${NO_SUCH_URL}"}}]},
+    )
+    r = relay()
+    with pytest.raises(ConfigurationError) as caught:
+        r.load_config(path)
+    message = str(caught.value)
+    assert "connectors[0].config.url uses ${NO_SUCH_URL}" in message
+    assert "export NO_SUCH_URL=" in message
+    assert r.connectors == {}
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"type": "postgres", "id": "pg", "config": {"url": "postgresql://ro:hunter2@db/x"}},
+            "has a password written in it",
+        ),
+        (
+            {
+                "type": "http",
+                "id": "api",
+                "config": {
+                    "base_url": "https://api.example.com",
+                    "auth": {"type": "bearer", "token": "hunter2"},
+                },
+            },
+            "auth.token is an inline secret",
+        ),
+        (
+            {
+                "type": "http",
+                "id": "api",
+                "config": {
+                    "base_url": "https://api.example.com",
+                    "headers": {"X-Api-Key": "hunter2"},
+                },
+            },
+            "looks like a secret written inline",
+        ),
+        (
+            {"type": "websearch", "id": "web", "config": {"api_key": "hunter2"}},
+            "inline API key",
+        ),
+    ],
+)
+def test_secrets_are_refused_unless_named_by_an_environment_variable(
+    tmp_path: Path, config: dict, message: str
+) -> None:
+    path = write(tmp_path, {"connectors": [config]})
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        load_config(path)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_secret_from_the_environment_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PG_PASSWORD", "s3cret-from-env")
+    path = write(
+        tmp_path,
+        {
+            "connectors": [
+                {
+                    "type": "postgres",
+                    "id": "pg",
+                    "config": {"url": "postgresql+psycopg://ro:${PG_PASSWORD}@127.0.0.1:1/x"},
+                }
+            ]
+        },
+    )
+    config = load_config(path)
+    assert config.connectors[0].config.url.endswith("ro:s3cret-from-env@127.0.0.1:1/x")
+    assert redact("login failed for s3cret-from-env") == "login failed for [REDACTED]"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"connectors": [', "not valid JSON: Expecting value at line 1, column 17"),
+        ("[]", 'must be a JSON object like {"connectors": [...]}'),
+        (
+            '{"connectors": [{"type": "sqlite", "id": "s", "config": {"url": "sqlite://", '
+            '"tabels": ["a"]}}]}',
+            "connectors[0].config.tabels: Extra inputs are not permitted",
+        ),
+        (
+            '{"connectors": [{"type": "oracle", "id": "s", "config": {}}]}',
+            "connectors[0]: Input tag 'oracle' found using 'type' does not match",
+        ),
+        ('{"conectors": []}', "conectors: Extra inputs are not permitted"),
+    ],
+)
+def test_a_malformed_file_is_reported_with_its_place(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "relay.config.json"
+    path.write_text(text)
+    with pytest.raises(ConfigurationError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_config(path)
+
+
+def test_no_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="no config file at"):
+        load_config(tmp_path / "missing.json")
+
+
+def test_all_or_nothing_when_one_connector_cannot_be_built(
+    tmp_path: Path, shop_file: Path
+) -> None:
+    r = relay()
+    r.connect("keep", f"sqlite:///{shop_file}")
+    path = write(
+        tmp_path,
+        {
+            "connectors": [
+                {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}},
+                {"type": "sql", "id": "bad", "config": {"url": "nosuchdialect://x"}},
+            ]
+        },
+    )
+    with pytest.raises(ConfigurationError, match="connector 'bad': "):
+        r.load_config(path)
+    assert list(r.connectors) == ["keep"]  # the session as it was
+    r.close()
+
+
+def test_a_skill_naming_a_missing_connector_says_which(tmp_path: Path, shop_file: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            "connectors": [
+                {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}}
+            ],
+            "skills": [{"name": "support", "prompt": "Help.", "connectors": ["shop", "crm"]}],
+        },
+    )
+    r = relay()
+    with pytest.raises(ConfigurationError, match=r"skill 'support' names connector\(s\) \['crm'\]"):
+        r.load_config(path)
+    assert r.connectors == {} and "support" not in r.session.skills
+    r.close()
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path, shop_file: Path) -> None:
+    entry = {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}}
+    with pytest.raises(ConfigurationError, match=r"repeated: \['shop'\]"):
+        relay().load_config(write(tmp_path, {"connectors": [entry, entry]}))
