@@ -17,6 +17,7 @@ BENCHMARKS = (
     "context",
     "agent_loop",
     "notebook",
+    "dataframe_connector",
 )
 
 

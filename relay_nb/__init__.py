@@ -42,7 +42,11 @@ _EXPORTS: dict[str, str] = {
     "check_batch_conformance": "relay_nb.runtime.conformance",
     "allow_model_requests": "relay_nb.runtime.switch",
     # connectors
+    "Connector": "relay_nb.connectors.base",
     "SQLConnector": "relay_nb.connectors.sql.connector",
+    "DataFrameConnector": "relay_nb.connectors.dataframe",
+    "HTTPConnector": "relay_nb.connectors.http",
+    "HTTPAuth": "relay_nb.connectors.http",
     "QueryResult": "relay_nb.connectors.results",
     "Tool": "relay_nb.tools",
     "ToolResult": "relay_nb.tools",
@@ -95,6 +99,9 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.agent.pricing import PriceTable
     from relay_nb.agent.session import Session
     from relay_nb.agent.skills import Skill
+    from relay_nb.connectors.base import Connector
+    from relay_nb.connectors.dataframe import DataFrameConnector
+    from relay_nb.connectors.http import HTTPAuth, HTTPConnector
     from relay_nb.connectors.results import QueryResult
     from relay_nb.connectors.sql.connector import SQLConnector
     from relay_nb.errors import (

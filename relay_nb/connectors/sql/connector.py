@@ -225,6 +225,7 @@ class SQLConnector(Connector):
 
     def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
         guarded = self.guard(sql)
+        self._before_run(guarded)
         try:
             fetched = run_read_only(
                 self.engine,
@@ -249,6 +250,10 @@ class SQLConnector(Connector):
             submitted_sql=sql,
             tables=guarded.tables,
         )
+
+    def _before_run(self, guarded: GuardedQuery) -> None:
+        """Called with each checked query just before it runs (the DataFrame connector
+        registers the current contents of the frames it reads here)."""
 
     def _execution_error(self, exc: Exception, cancel: CancelHandle) -> QueryExecutionError:
         if (cancel.cancelled and cancel.reason == "timeout") or _is_server_timeout(exc):

@@ -121,7 +121,14 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
         url, connect_args = _sqlite_read_only_url(url)
     elif backend == "duckdb":
         database = url.database or ":memory:"
-        config = {"enable_external_access": False, "lock_configuration": True}
+        # temp_directory "": with external access off DuckDB still reads files under its
+        # spill directory (<cwd>/.tmp); replacement scans would read Python variables
+        config = {
+            "enable_external_access": False,
+            "lock_configuration": True,
+            "temp_directory": "",
+            "python_enable_replacements": False,
+        }
         connect_args = {"config": config}
         if database != ":memory:":
             connect_args["read_only"] = True

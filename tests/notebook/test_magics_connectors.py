@@ -1,0 +1,104 @@
+"""%relay --connect (URLs and notebook variables), --disconnect, --connectors, --refresh,
+--config, and relay.config.json at %load_ext."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.facade import relay as facade
+from relay_nb.notebook.magics import RelayCellError
+from relay_nb.testing.shell import TestingShell
+
+
+def query(sql: str, tool: str = "query_sales") -> dict:
+    return {"tool_calls": [{"name": tool, "input": {"sql": sql}, "id": "c1"}]}
+
+
+def test_a_dataframe_variable_is_connected_by_name_so_rebinding_it_is_seen(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    shell.ip.user_ns["sales"] = pd.DataFrame({"region": ["north", "south"], "amount": [5, 7]})
+    out = shell.run("%relay --connect sales sales")
+    assert "connected 'sales' (dataframe): query_sales" in out.stdout
+    model.add(query("SELECT SUM(amount) AS total FROM sales"), {"text": "12"})
+    assert shell.run("%relay total sales").result.df["total"].tolist() == [12]
+    shell.run("sales = sales[sales.region == 'south']")  # a new object under the same name
+    model.add(query("SELECT SUM(amount) AS total FROM sales"), {"text": "7"})
+    assert shell.run("%relay total sales now").result.df["total"].tolist() == [7]
+    shell.run("del sales")
+    model.add(query("SELECT SUM(amount) AS total FROM sales"), {"text": "gone"})
+    turn = shell.run("%relay and now").result
+    error = turn.tool_results[0]
+    assert error.is_error and "the notebook variable 'sales' no longer exists" in error.content
+
+
+def test_connectors_table_disconnect_and_refresh(
+    shell: TestingShell, relay: Relay, shop_url: str
+) -> None:
+    shell.run(f"%relay --connect archive {shop_url} --tables products,orders")
+    frame = shell.run("%relay --connectors").result
+    assert list(frame.columns) == ["id", "type", "target", "objects", "status"]
+    archive = frame.set_index("id").loc["archive"]
+    assert (archive["type"], archive["objects"], archive["status"]) == (
+        "sql",
+        "orders, products",
+        "ok",
+    )
+    assert "schema re-read: shop, archive" in shell.run("%relay --refresh").stdout
+    assert "disconnected 'archive'" in shell.run("%relay --disconnect archive").stdout
+    assert list(relay.connectors) == ["shop"]
+    with pytest.raises(RelayCellError, match="no connector 'archive'; registered: \\['shop'\\]"):
+        shell.run("%relay --disconnect archive")
+
+
+def test_passwords_are_masked_in_the_connectors_table(shell: TestingShell, relay: Relay) -> None:
+    shell.run("%relay --connect pg postgresql+psycopg://reader:hunter2@127.0.0.1:1/shop")
+    row = shell.run("%relay --connectors").result.set_index("id").loc["pg"]
+    assert row["target"] == "postgresql+psycopg://reader:***@127.0.0.1:1/shop"
+    assert row["status"].startswith("error: could not read the schema of 'pg'")
+    assert "hunter2" not in row["status"]
+
+
+def test_config_from_a_cell(
+    shell: TestingShell, relay: Relay, shop_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "team.json"
+    path.write_text(
+        json.dumps({"connectors": [{"type": "sqlite", "id": "team", "config": {"url": shop_url}}]})
+    )
+    assert "team.json: connected team" in shell.run(f"%relay --config {path}").stdout
+    assert "team" in relay.connectors
+    path.write_text("{")
+    with pytest.raises(RelayCellError, match="team.json is not valid JSON"):
+        shell.run(f"%relay --config {path}")
+
+
+def test_load_ext_reads_relay_config_json_and_a_broken_one_fails_loudly(
+    shell: TestingShell, shop_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    facade._default = Relay(ScriptedRuntime(), ledger=False)
+    try:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "relay.config.json").write_text(
+            json.dumps({"connectors": [{"type": "sql", "id": "shop", "config": {"url": shop_url}}]})
+        )
+        out = shell.run("%reload_ext relay_nb")
+        assert "relay.config.json: connected shop" in out.stdout
+        assert list(facade._default.connectors) == ["shop"]
+
+        monkeypatch.setenv("RELAY_CONFIG", str(tmp_path / "other.json"))
+        (tmp_path / "other.json").write_text(
+            json.dumps({"connectors": [{"type": "sql", "id": "x", "config": {"url": "${NOPE}"}}]})
+        )
+        with pytest.raises(RelayCellError, match=r"uses \$\{NOPE\}"):
+            shell.run("%reload_ext relay_nb")
+        # the magics are registered all the same: the analyst can fix it from a cell
+        assert "connected" in shell.run(f"%relay --connect more {shop_url}").stdout
+    finally:
+        facade._default.close()
+        facade._default = None
