@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "DataFrameConnector": "relay_nb.connectors.dataframe",
     "HTTPConnector": "relay_nb.connectors.http",
     "HTTPAuth": "relay_nb.connectors.http",
+    "MongoConnector": "relay_nb.connectors.mongo",
     "WebSearchConnector": "relay_nb.connectors.websearch",
     "QueryResult": "relay_nb.connectors.results",
     "Tool": "relay_nb.tools",
@@ -103,6 +104,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.connectors.base import Connector
     from relay_nb.connectors.dataframe import DataFrameConnector
     from relay_nb.connectors.http import HTTPAuth, HTTPConnector
+    from relay_nb.connectors.mongo import MongoConnector
     from relay_nb.connectors.results import QueryResult
     from relay_nb.connectors.websearch import WebSearchConnector
     from relay_nb.connectors.sql.connector import SQLConnector

@@ -120,7 +120,7 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     header = f"{result.row_count} row{'s' if result.row_count != 1 else ''}"
     if result.truncated:
         header += (
-            " (stopped at the row limit; more rows exist — aggregate or filter in SQL "
+            " (stopped at the row limit; more rows exist — aggregate or filter in the query "
             "instead of paging)"
         )
     columns = ", ".join(f"{name} {dtype}" for name, dtype in frame.dtypes.items())
