@@ -106,8 +106,8 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.connectors.http import HTTPAuth, HTTPConnector
     from relay_nb.connectors.mongo import MongoConnector
     from relay_nb.connectors.results import QueryResult
-    from relay_nb.connectors.websearch import WebSearchConnector
     from relay_nb.connectors.sql.connector import SQLConnector
+    from relay_nb.connectors.websearch import WebSearchConnector
     from relay_nb.errors import (
         ConfigurationError,
         ConnectorError,

@@ -9,6 +9,7 @@ answer, and what the turn cost.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = ["TEXT_PREVIEW_ROWS", "describe_usage", "sql_of", "status_of", "turn_t
 
 TEXT_PREVIEW_ROWS = 5
 _MAX_LINE = 160
+_MAX_QUERY_CHARS = 2000
 
 
 def turn_text(
@@ -101,11 +103,33 @@ def status_of(artifact: Any) -> str:
 
 
 def sql_of(outcome: ToolOutcome) -> str:
+    """What the call ran, or — when it was refused before running — what it asked for.
+
+    SQL tools show their statement; other tools (an HTTP call, a Mongo query) show their
+    input, so a refused ``GET ../admin`` is visible in the saved trace, not only its error.
+    """
     executed = getattr(outcome.artifact, "executed_sql", None)
     if isinstance(executed, str) and executed:
         return executed
-    submitted = outcome.input.get("sql") if isinstance(outcome.input, dict) else None
-    return submitted if isinstance(submitted, str) else ""
+    arguments = outcome.input if isinstance(outcome.input, dict) else {}
+    submitted = arguments.get("sql")
+    if isinstance(submitted, str):
+        return submitted
+    name = outcome.name
+    if name.startswith("call_") and isinstance(arguments.get("path"), str):  # HTTP
+        query = arguments.get("query")
+        text = f"{arguments.get('method') or 'GET'} {arguments['path']}"
+        return text + (f" {_compact(query)}" if query else "")
+    if name == "web_search" and isinstance(arguments.get("query"), str):
+        return f"web_search {_compact(arguments['query'])}"
+    if name.startswith("query_") and arguments:  # a Mongo find or aggregate
+        return _compact(arguments)
+    return ""
+
+
+def _compact(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= _MAX_QUERY_CHARS else text[: _MAX_QUERY_CHARS - 1] + "…"
 
 
 def _model_calls(turn: TurnResult) -> int:

@@ -64,6 +64,7 @@ _ACTIONS = (
     "--history",
     "--reset",
 )
+_INTERPOLATED = ("connect", "config", "tables")
 NAMESPACE_SOURCE = "notebook_dataframes"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
@@ -220,6 +221,12 @@ class RelayMagics(Magics):
     @line_cell_magic
     def relay(self, line: str, cell: str | None = None) -> Any:
         command = parse_command(line, cell)
+        for key in _INTERPOLATED:  # `--config {path}`: a computed path, like the question
+            value = command.options.get(key)
+            if isinstance(value, list):
+                command.options[key] = [interpolate(v, self.shell.user_ns) for v in value]
+            elif isinstance(value, str):
+                command.options[key] = interpolate(value, self.shell.user_ns)
         try:
             return getattr(self, f"_{command.action}")(command)
         except RelayError as exc:
@@ -340,8 +347,16 @@ class RelayMagics(Magics):
         self._session().disconnect(name)
         print(f"disconnected {name!r}")
 
-    def _connectors(self, command: Command) -> Any:
-        return self._session().connector_status()
+    def _connectors(self, command: Command) -> None:
+        """The status table, shown whole: a clipped target or error is no use (the
+        DataFrame itself is ``relay.connector_status()``)."""
+        import pandas as pd
+        from IPython.display import display
+
+        with pd.option_context(
+            "display.max_colwidth", None, "display.max_columns", None, "display.width", 10_000
+        ):
+            display(self._session().connector_status())
 
     def _refresh(self, command: Command) -> None:
         refreshed = self._session().refresh()

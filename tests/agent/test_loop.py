@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from relay_nb.agent.events import EventAdapter, ThinkingEvent, ToolResultEvent
 from relay_nb.agent.ledger import UsageLedger
 from relay_nb.agent.loop import TurnResult, run_turn
-from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.results import QueryResult
+from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.context import ContextItem, ContextRequest, ContextResolver
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.scripted import ScriptedRuntime

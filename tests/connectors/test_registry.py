@@ -152,7 +152,7 @@ def test_connect_replace_disconnect_leaks_no_file_handles(
     relay.close()
 
 
-def test_postgres_connections_are_closed_on_replace_and_disconnect(pg_urls) -> None:  # noqa: ANN001
+def test_postgres_connections_are_closed_on_replace_and_disconnect(pg_urls) -> None:
     admin = sa.create_engine(pg_urls.admin, poolclass=NullPool)
 
     def relay_ro_connections() -> int:

@@ -186,9 +186,7 @@ def test_no_file_is_a_clear_error(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.json")
 
 
-def test_all_or_nothing_when_one_connector_cannot_be_built(
-    tmp_path: Path, shop_file: Path
-) -> None:
+def test_all_or_nothing_when_one_connector_cannot_be_built(tmp_path: Path, shop_file: Path) -> None:
     r = relay()
     r.connect("keep", f"sqlite:///{shop_file}")
     path = write(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def test_connectors_table_disconnect_and_refresh(
     shell: TestingShell, relay: Relay, shop_url: str
 ) -> None:
     shell.run(f"%relay --connect archive {shop_url} --tables products,orders")
-    frame = shell.run("%relay --connectors").result
+    shown = shell.run("%relay --connectors")
+    assert "<th>objects</th>" in shown.htmls[0]
+    frame = relay.connector_status()
     assert list(frame.columns) == ["id", "type", "target", "objects", "status"]
     archive = frame.set_index("id").loc["archive"]
     assert (archive["type"], archive["objects"], archive["status"]) == (
@@ -58,10 +61,16 @@ def test_connectors_table_disconnect_and_refresh(
 
 def test_passwords_are_masked_in_the_connectors_table(shell: TestingShell, relay: Relay) -> None:
     shell.run("%relay --connect pg postgresql+psycopg://reader:hunter2@127.0.0.1:1/shop")
-    row = shell.run("%relay --connectors").result.set_index("id").loc["pg"]
+    shown = shell.run("%relay --connectors")
+    row = relay.connector_status().set_index("id").loc["pg"]
     assert row["target"] == "postgresql+psycopg://reader:***@127.0.0.1:1/shop"
     assert row["status"].startswith("error: could not read the schema of 'pg'")
-    assert "hunter2" not in row["status"]
+    # shown whole, not clipped at pandas' 50 characters
+    assert (
+        html.escape(row["status"], quote=False) in shown.htmls[0]
+        and row["status"] in shown.texts[0]
+    )
+    assert "hunter2" not in shown.htmls[0] + shown.texts[0]
 
 
 def test_config_from_a_cell(
@@ -71,10 +80,11 @@ def test_config_from_a_cell(
     path.write_text(
         json.dumps({"connectors": [{"type": "sqlite", "id": "team", "config": {"url": shop_url}}]})
     )
-    assert "team.json: connected team" in shell.run(f"%relay --config {path}").stdout
+    shell.ip.user_ns["team_config"] = str(path)
+    assert "team.json: connected team" in shell.run("%relay --config {team_config}").stdout
     assert "team" in relay.connectors
     path.write_text("{")
-    with pytest.raises(RelayCellError, match="team.json is not valid JSON"):
+    with pytest.raises(RelayCellError, match=r"team\.json is not valid JSON"):
         shell.run(f"%relay --config {path}")
 
 
