@@ -226,3 +226,21 @@ def test_ctrl_c_in_work_handed_to_the_caller_cancels_the_turn_not_the_loop(
     assert LoopThread.get() is loop and loop.thread.is_alive()
     assert relay.ask("next").answer == "ok"  # the session goes on
     relay.close()
+
+
+def test_kernel_exit_closes_every_live_sessions_connectors(
+    shop_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import weakref
+
+    from relay_nb.facade import relay as facade
+
+    relay = Relay(ScriptedRuntime(), ledger=False)
+    assert relay in facade._open
+    monkeypatch.setattr(facade, "_open", weakref.WeakSet([relay]))  # leave other tests' alone
+    shop = relay.connect("shop", shop_url)
+    shop.query("SELECT 1 AS one")  # type: ignore[attr-defined]
+    assert shop.engine.pool.checkedin() == 1  # type: ignore[attr-defined]
+    facade._close_all_at_exit()  # what atexit runs when the kernel shuts down
+    assert shop.engine.pool.checkedin() == 0  # type: ignore[attr-defined]
+    assert relay.connectors == {}
