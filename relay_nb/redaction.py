@@ -13,16 +13,18 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 __all__ = [
     "REDACTED",
     "SECRET_ENV_PATTERN",
+    "SECRET_OPTION_PATTERN",
     "is_secret_name",
     "known_secrets",
     "redact",
     "redact_url",
     "register_secret",
+    "url_secrets",
 ]
 
 REDACTED = "[REDACTED]"
@@ -84,9 +86,40 @@ def _redact(value: Any, secrets: list[str]) -> Any:
 
 
 def redact_url(url: str) -> str:
-    """A connection URL with its password replaced, fit to print or log."""
+    """A connection URL with its password, and any secret-looking query option
+    (``?password=``, ``api_key=``, ``token=``…), replaced: fit to print or log."""
+    # edited as text: urlsplit().geturl() would also "normalise" sqlite:////abs/path
     parts = urlsplit(url)
-    if parts.password is None:
+    if parts.password is not None:
+        netloc = parts.netloc.replace(f":{parts.password}@", f":{REDACTED}@", 1)
+        url = url.replace(parts.netloc, netloc, 1)
+    head, mark, query = url.partition("?")
+    if not mark:
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", f":{REDACTED}@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    fragment = ""
+    if "#" in query:
+        query, fragment = query.split("#", 1)
+        fragment = "#" + fragment
+    options = [
+        f"{key}={REDACTED}" if SECRET_OPTION_PATTERN.search(key) and value else pair
+        for pair in query.split("&")
+        for key, _, value in [pair.partition("=")]
+    ]
+    return head + "?" + "&".join(options) + fragment
+
+
+def url_secrets(url: str) -> list[str]:
+    """The URL's password and secret-looking option values, as written and decoded: what
+    :func:`register_secret` must learn before the URL's owner can fail on it."""
+    parts = urlsplit(url)
+    found: list[str] = []
+    if parts.password:
+        found += [parts.password, unquote(parts.password)]
+    for key, value in parse_qsl(parts.query, keep_blank_values=False):
+        if SECRET_OPTION_PATTERN.search(key) and value:
+            found += [value, unquote(value)]
+    return found
+
+
+SECRET_OPTION_PATTERN = re.compile(r"pass|pwd|token|secret|key|credential|signature", re.IGNORECASE)
+"""URL query options whose values are secrets (``?password=``, ``api_key=``, ``sig…``)."""

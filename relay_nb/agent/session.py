@@ -438,8 +438,7 @@ class Session:
         max_steps: int | None = None,
     ) -> TurnResult:
         active, connector_ids, tier, planned_steps = self._plan(skills)
-        if self.connectors.stale():
-            await asyncio.to_thread(self.connectors.refresh_stale)
+        self.connectors.refresh_stale(connector_ids)  # drops expired schemas; reads nothing
         return await run_turn(
             question,
             runtime=runtime or self.router.runtime_for(tier),

@@ -60,7 +60,12 @@ class Connector(ABC):
         return []
 
     def refresh(self) -> None:  # noqa: B027 - connectors without a schema cache need not override
-        """Forget cached schema so the next prompt reads it again."""
+        """Read the schema again now (or forget it, for connectors that read lazily)."""
+
+    def invalidate(self) -> None:
+        """Forget cached schema without reading it (the registry's TTL expiry: the next
+        prompt reads it under the context source's timeout, never blocking a turn here)."""
+        self.refresh()
 
     def close(self) -> None:  # noqa: B027 - connectors without resources need not override
         """Release pools, sockets and file handles."""

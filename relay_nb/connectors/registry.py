@@ -5,9 +5,10 @@ owns three lifecycles the connectors themselves cannot see:
 
 - **Closing.** A connector replaced or removed is closed at once (its pool, client or socket
   goes with it), and :meth:`close` closes the rest at kernel shutdown: nothing leaks.
-- **Schema age.** Each connector's cached schema is refreshed once it is older than
-  ``schema_ttl_s`` (checked at the start of each turn by :meth:`refresh_stale`), so a table
-  created in another cell shows up without reconnecting.
+- **Schema age.** A connector's cached schema is dropped once it is older than
+  ``schema_ttl_s`` (checked at the start of each turn, for the turn's connectors, by
+  :meth:`refresh_stale`) and read again by the next prompt, so a table created in another
+  cell shows up without reconnecting.
 - **Invalidation.** Every change bumps :attr:`version` and drops the cached tool lists, so
   the next turn is built from what is registered now.
 """
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from pydantic import BaseModel
@@ -136,46 +137,64 @@ class ConnectorRegistry(Mapping[str, Connector]):
 
     # -- schema age ------------------------------------------------------------------------------
 
-    def stale(self) -> list[str]:
-        """Ids whose schema is older than ``schema_ttl_s``."""
+    def stale(self, ids: Iterable[str] | None = None) -> list[str]:
+        """Ids (of ``ids``, default all) whose schema is older than ``schema_ttl_s``."""
         if self.schema_ttl_s is None:
             return []
         now = self._clock()
-        return [cid for cid, at in self._loaded_at.items() if now - at >= self.schema_ttl_s]
+        wanted = None if ids is None else set(ids)
+        return [
+            cid
+            for cid, at in self._loaded_at.items()
+            if now - at >= self.schema_ttl_s and (wanted is None or cid in wanted)
+        ]
 
-    def refresh(self, connector_id: str | None = None) -> list[str]:
-        """Re-read the schema of one connector (or all); returns the ids refreshed.
-
-        Blocking (it may query the catalog): call it from a thread in async code.
-        """
-        ids = list(self._connectors) if connector_id is None else [connector_id]
-        for cid in ids:
-            connector = self.get(cid)
+    def refresh_stale(self, ids: Iterable[str] | None = None) -> list[str]:
+        """Forget the schema of the connectors (of ``ids``: the turn's) that outlived the
+        TTL. Nothing is read here — the next prompt reads it under the context source's
+        timeout — so an unreachable system never stalls the turn that uses another one."""
+        expired = self.stale(ids)
+        for cid in expired:
+            connector = self._connectors.get(cid)
             if connector is None:
-                raise _unknown(cid, self._connectors)
-            connector.refresh()
+                continue
+            connector.invalidate()
             with self._lock:
                 if self._connectors.get(cid) is connector:
                     self._loaded_at[cid] = self._clock()
                     self._changed(cid)
-        return ids
+        return expired
 
-    def refresh_stale(self) -> list[str]:
-        """Refresh the connectors whose schema outlived the TTL (the start of each turn).
+    def refresh(self, connector_id: str | None = None) -> dict[str, str]:
+        """Read one connector's schema (or every one's) again now: ``{id: "ok" | "error: …"}``.
 
-        A connector that cannot be refreshed keeps its old schema; its error surfaces when
-        the model uses it, where it can be reported in context.
+        Blocking (it may query catalogs): call it from a thread in async code. Naming one
+        connector raises its error; refreshing all reports each and goes on past failures.
         """
-        refreshed = []
-        for cid in self.stale():
+        if connector_id is not None and connector_id not in self._connectors:
+            raise _unknown(connector_id, self._connectors)
+        ids = list(self._connectors) if connector_id is None else [connector_id]
+        outcome: dict[str, str] = {}
+        for cid in ids:
+            connector = self._connectors.get(cid)
+            if connector is None:
+                continue
             try:
-                self.refresh(cid)
-                refreshed.append(cid)
-            except Exception:
-                with self._lock:  # try again after another TTL, not on every turn
-                    if cid in self._loaded_at:
-                        self._loaded_at[cid] = self._clock()
-        return refreshed
+                connector.refresh()
+            except Exception as exc:
+                if connector_id is not None:
+                    raise
+                outcome[cid] = f"error: {_short(exc)}"
+                continue
+            with self._lock:
+                current = self._connectors.get(cid) is connector
+                if current:
+                    self._loaded_at[cid] = self._clock()
+                    self._changed(cid)
+            if not current:  # removed or replaced while it was read: it must stay closed
+                connector.close()
+            outcome[cid] = "ok"
+        return outcome
 
     # -- what the model and the analyst see ------------------------------------------------------
 
@@ -192,8 +211,7 @@ class ConnectorRegistry(Mapping[str, Connector]):
         connectors = list(self._connectors.values())
         if not connectors:
             return []
-        pool = ThreadPoolExecutor(max_workers=min(8, len(connectors)))
-        futures = [pool.submit(c.object_names) for c in connectors]
+        futures = [_in_daemon_thread(c.object_names) for c in connectors]
         deadline = time.monotonic() + timeout_s
         rows = []
         for connector, future in zip(connectors, futures, strict=True):
@@ -214,8 +232,24 @@ class ConnectorRegistry(Mapping[str, Connector]):
                     status=status,
                 )
             )
-        pool.shutdown(wait=False, cancel_futures=True)  # a hung system must not hang the cell
         return rows
+
+
+def _in_daemon_thread(work: Callable[[], list[str]]) -> Future[list[str]]:
+    """Run ``work`` on a daemon thread: a system that never answers must hold up neither
+    the status table nor the kernel's exit (pool workers are joined at exit)."""
+    future: Future[list[str]] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="relay-connector-status", daemon=True).start()
+    return future
 
 
 def _unknown(connector_id: str, known: Mapping[str, Connector]) -> ConfigurationError:

@@ -21,6 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from relay_nb.connectors.base import Connector, check_connector_id
 from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import SECRET_OPTION_PATTERN
 
 __all__ = [
     "SQL_TYPES",
@@ -77,7 +78,7 @@ class HTTPAuthSpec(_Strict):
     token_env: str | None = _aliases("token_env", "tokenEnv")
     username_env: str | None = _aliases("username_env", "usernameEnv")
     password_env: str | None = _aliases("password_env", "passwordEnv")
-    header: str | None = None
+    header: str | None = _aliases("header", "headerName", "header_name")
 
 
 class HTTPSpecConfig(_Strict):
@@ -156,8 +157,9 @@ def build_connector(
 
         options = spec.config.model_dump(exclude={"base_url", "openapi", "auth"})
         openapi = spec.config.openapi
-        if openapi and "://" not in openapi and base_dir is not None:
-            openapi = str((base_dir / openapi).resolve())
+        if openapi and "://" not in openapi:
+            path = Path(openapi).expanduser()
+            openapi = str(path if base_dir is None else (base_dir / path).resolve())
         auth = spec.config.auth.model_dump(exclude_none=True) if spec.config.auth else None
         return HTTPConnector(
             spec.id, spec.config.base_url, auth=auth, openapi=openapi, **options, **common
@@ -176,15 +178,15 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
     config = entry.get("config")
     if not isinstance(config, Mapping):
         return
-    url = config.get("url")
-    if isinstance(url, str):
-        password = _url_password(url)
-        if password is not None and not _REFERENCE.match(password):
+    for key in ("url", "base_url", "baseUrl", "openapi", "openApiUrl", "openapi_url"):
+        url = config.get(key)
+        if isinstance(url, str) and _inline_url_secret(url):
             raise ConfigurationError(
-                f"{where}.config.url has a password written in it; put it in an environment "
-                "variable and write ${VARIABLE} in its place (e.g. "
+                f"{where}.config.{key} has a password or key written in it; put it in an "
+                "environment variable and write ${VARIABLE} in its place (e.g. "
                 "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@host/shop)"
             )
+    _refuse_references_in_names(config, where)
     auth = config.get("auth")
     if isinstance(auth, Mapping):
         for key in ("token", "password", "username", "apiKey", "api_key"):
@@ -218,13 +220,36 @@ def _env_key(key: str) -> str:
     return {"apiKey": "api_key_env", "api_key": "api_key_env"}.get(key, f"{key}_env")
 
 
-def _url_password(url: str) -> str | None:
-    """The password in ``scheme://user:password@host``, read without a URL parser (a
-    ``${VAR}`` in it is not valid URL syntax yet)."""
+def _inline_url_secret(url: str) -> bool:
+    """Whether ``url`` carries a password (``user:password@``) or a secret-looking option
+    (``?password=``, ``?api_key=``) written as a value rather than a ``${VAR}``.
+
+    Read without a URL parser: ``${VAR}`` is not URL syntax yet, and a password may hold a
+    ``/``, so the userinfo is everything before the last ``@`` ahead of the query.
+    """
     if "://" not in url:
-        return None
-    authority = url.split("://", 1)[1].split("/", 1)[0]
-    if "@" not in authority:
-        return None
-    userinfo = authority.rsplit("@", 1)[0]
-    return userinfo.split(":", 1)[1] if ":" in userinfo else None
+        return False
+    rest, _, query = url.split("://", 1)[1].partition("?")
+    if "@" in rest:
+        userinfo = rest.rsplit("@", 1)[0]
+        password = userinfo.split(":", 1)[1] if ":" in userinfo else ""
+        if password and not _REFERENCE.match(password):
+            return True
+    for pair in query.split("&"):
+        key, _, value = pair.partition("=")
+        if value and SECRET_OPTION_PATTERN.search(key) and not _REFERENCE.match(value):
+            return True
+    return False
+
+
+def _refuse_references_in_names(value: Any, where: str) -> None:
+    """``"token_env": "${TOKEN}"`` would turn the secret into a variable *name*, which
+    errors then print: an ``*_env`` field holds the name itself (``"TOKEN"``)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if str(key).lower().endswith("env") and isinstance(item, str) and "${" in item:
+                raise ConfigurationError(
+                    f"{where}.config: {key} names an environment variable; write its name "
+                    f'("{key}": "MY_TOKEN"), not a ${{…}} reference to its value'
+                )
+            _refuse_references_in_names(item, where)

@@ -17,8 +17,11 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.caps import UsageCaps
+from relay_nb.agent.charts import CHART_TOOL
 from relay_nb.agent.events import Event
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.routing import ModelSetting
@@ -87,7 +90,11 @@ class Relay:
         )
         _open.add(self)
         if loaded is not None:
-            self._apply_config(loaded)
+            try:
+                self._apply_config(loaded)
+            except BaseException:
+                self.close()  # the ledger and any runtime it opened
+                raise
 
     def __repr__(self) -> str:
         s = self.session
@@ -124,7 +131,8 @@ class Relay:
         try:
             return self.session.add_connector(connector, replace=True)
         except BaseException:
-            if connector is not self.session.connectors.get(connector_id):
+            built_here = connector is not target
+            if built_here and connector is not self.session.connectors.get(connector_id):
                 connector.close()
             raise
 
@@ -153,8 +161,9 @@ class Relay:
         ]
         return pd.DataFrame(rows, columns=["id", "type", "target", "objects", "status"])
 
-    def refresh(self, connector_id: str | None = None) -> list[str]:
-        """Re-read one connector's schema (or every one's) now; returns the ids refreshed."""
+    def refresh(self, connector_id: str | None = None) -> dict[str, str]:
+        """Re-read one connector's schema (or every one's) now: ``{id: "ok" | "error: …"}``.
+        Naming one raises its error; refreshing all goes on past a failing system."""
         return self.session.connectors.refresh(connector_id)
 
     def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any]) -> list[str]:
@@ -163,8 +172,11 @@ class Relay:
         return self._apply_config(load_config(config))
 
     def _apply_config(self, config: RelayConfig) -> list[str]:
+        """Everything that can fail is checked before the session changes: the skills, the
+        connectors (built, closed again on any failure) and their tool names."""
+        skills = [_build_skill(**spec.model_dump()) for spec in config.skills]
         known = set(self.session.connectors) | {spec.id for spec in config.connectors}
-        for skill in config.skills:  # checked before anything connects: all or nothing
+        for skill in skills:
             missing = [c for c in skill.connectors if c not in known]
             if missing:
                 raise ConfigurationError(
@@ -178,11 +190,36 @@ class Relay:
                     "register them with relay.tool(...) before loading the config"
                 )
         connectors = build_connectors(config)
-        for connector in connectors:
-            self.session.add_connector(connector, replace=True)
-        for skill in config.skills:
-            self.skill(skill.name, **skill.model_dump(exclude={"name"}))
+        try:
+            self._check_new_tool_names(connectors)
+            for connector in connectors:
+                self.session.add_connector(connector, replace=True)
+        except BaseException:
+            for connector in connectors:
+                if self.session.connectors.get(connector.id) is not connector:
+                    connector.close()
+            raise
+        for skill in skills:
+            self.session.add_skill(skill, replace=True)
+        if "schema_ttl_s" in config.model_fields_set:
+            self.session.connectors.schema_ttl_s = config.schema_ttl_s
         return [c.id for c in connectors]
+
+    def _check_new_tool_names(self, connectors: Sequence[Connector]) -> None:
+        """Tool names of ``connectors`` clash neither among themselves nor with what stays
+        registered (the connectors they replace go, so their names are free)."""
+        replaced = {c.id for c in connectors}
+        registry = self.session.connectors
+        taken = {t.name for cid in registry if cid not in replaced for t in registry.tools(cid)}
+        taken |= set(self.session.tools) | {CHART_TOOL}
+        for connector in connectors:
+            for tool in connector.tools():
+                if tool.name in taken:
+                    raise ConfigurationError(
+                        f"connector {connector.id!r}: a tool named {tool.name!r} is already "
+                        "registered (two web-search connectors, or an id clash?)"
+                    )
+                taken.add(tool.name)
 
     # -- skills and tools -----------------------------------------------------------------------
 
@@ -199,16 +236,15 @@ class Relay:
         examples: Sequence[str] = (),
     ) -> Skill:
         """Register (or, from a re-run cell, redefine) a skill; unknown names are an error."""
-        first_line = prompt.strip().splitlines()[0][:200] if prompt.strip() else ""
-        skill = Skill(
-            name=name,
-            description=description or first_line or name,
+        skill = _build_skill(
+            name,
             prompt=prompt,
-            connectors=tuple(connectors),
-            tools=tuple(tools),
+            connectors=connectors,
+            tools=tools,
             tier=tier,
+            description=description,
             max_steps=max_steps,
-            examples=tuple(examples),
+            examples=examples,
         )
         return self.session.add_skill(skill, replace=True)
 
@@ -275,6 +311,37 @@ class Relay:
     def close(self) -> None:
         """Close connectors, model clients and the ledger."""
         run_sync(self.session.aclose())
+
+
+def _build_skill(
+    name: str,
+    *,
+    prompt: str,
+    connectors: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    tier: Tier = "balanced",
+    description: str | None = None,
+    max_steps: int = 8,
+    examples: Sequence[str] = (),
+) -> Skill:
+    """A checked ``Skill``; a bad field is a one-line ConfigurationError, not a traceback."""
+    first_line = prompt.strip().splitlines()[0][:200] if prompt.strip() else ""
+    try:
+        return Skill(
+            name=name,
+            description=description or first_line or name,
+            prompt=prompt,
+            connectors=tuple(connectors),
+            tools=tuple(tools),
+            tier=tier,
+            max_steps=max_steps,
+            examples=tuple(examples),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'skill'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"skill {name!r}: {problems}") from None
 
 
 @atexit.register

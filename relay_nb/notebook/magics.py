@@ -24,6 +24,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from relay_nb.agent.approval import Approver, approve_all
 from relay_nb.agent.caps import UsageCaps
+from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.facade.relay import Relay
@@ -32,6 +33,7 @@ from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
+from relay_nb.redaction import redact
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
@@ -230,7 +232,7 @@ class RelayMagics(Magics):
         try:
             return getattr(self, f"_{command.action}")(command)
         except RelayError as exc:
-            raise RelayCellError(str(exc)) from None
+            raise RelayCellError(redact(str(exc))) from None
 
     # -- the default session ------------------------------------------------------------------
 
@@ -318,7 +320,8 @@ class RelayMagics(Magics):
         target = self._target(where)
         options: dict[str, Any] = {}
         if "tables" in command.options:
-            allowlist = "collections" if str(where).lower().startswith("mongodb") else "tables"
+            is_mongo = isinstance(target, str) and target.lower().startswith("mongodb")
+            allowlist = "collections" if is_mongo else "tables"
             options[allowlist] = [t.strip() for t in command.options["tables"].split(",")]
         if "row-limit" in command.options:
             options["row_limit"] = int(command.options["row-limit"])
@@ -340,7 +343,11 @@ class RelayMagics(Magics):
             return _variable(namespace, where)
         if isinstance(value, dict) and value and all(is_frame(v) for v in value.values()):
             return {key: _variable(namespace, where, key) for key in value}
-        return value
+        if isinstance(value, str) and "://" in value:
+            return value  # a URL kept in a variable
+        if isinstance(value, Connector) or type(value).__name__ == "Engine":
+            return value
+        return where  # e.g. `import tavily` must not hide the provider name "tavily"
 
     def _disconnect(self, command: Command) -> None:
         name = command.options["disconnect"]
@@ -359,8 +366,12 @@ class RelayMagics(Magics):
             display(self._session().connector_status())
 
     def _refresh(self, command: Command) -> None:
-        refreshed = self._session().refresh()
-        print(f"schema re-read: {', '.join(refreshed) or 'no connectors'}")
+        outcome = self._session().refresh()
+        done = [cid for cid, status in outcome.items() if status == "ok"]
+        print(f"schema re-read: {', '.join(done) or 'no connectors'}")
+        for cid, status in outcome.items():
+            if status != "ok":
+                print(f"{cid}: {status}")
 
     def _config(self, command: Command) -> None:
         self.load_config_file(command.options["config"])
@@ -370,7 +381,7 @@ class RelayMagics(Magics):
         try:
             ids = self._session().load_config(path)
         except RelayError as exc:
-            raise RelayCellError(str(exc)) from None
+            raise RelayCellError(redact(str(exc))) from None
         print(f"{Path(path).name}: connected {', '.join(ids) or 'nothing'}")
         return ids
 

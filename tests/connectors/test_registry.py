@@ -172,3 +172,52 @@ def test_postgres_connections_are_closed_on_replace_and_disconnect(pg_urls) -> N
     relay.close()
     assert relay_ro_connections() == baseline
     admin.dispose()
+
+
+def test_an_expired_schema_is_dropped_only_for_the_turns_connectors_and_never_read_there(
+    sqlite_shop: Path,
+) -> None:
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    shop = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    release = threading.Event()
+    hanging = Hanging(release)
+    hanging.refresh = lambda: release.wait(10)  # type: ignore[method-assign]
+    registry.add(shop)
+    registry.add(hanging)
+    shop.catalog  # noqa: B018 - read once
+    clock.now += 61
+    assert registry.refresh_stale(["shop"]) == ["shop"]  # the hanging one is not touched
+    assert shop._catalog is None  # dropped, read again by the next prompt
+    assert registry.stale() == ["hanging"]
+    release.set()
+    registry.close()
+
+
+def test_refreshing_everything_goes_on_past_a_failing_system(
+    sqlite_shop: Path, tmp_path: Path
+) -> None:
+    registry = ConnectorRegistry()
+    registry.add(SQLConnector("gone", f"sqlite:///{tmp_path / 'missing.sqlite'}"))
+    registry.add(SQLConnector("shop", f"sqlite:///{sqlite_shop}"))
+    outcome = registry.refresh()
+    assert outcome["gone"].startswith("error: could not read the schema of 'gone'")
+    assert outcome["shop"] == "ok"
+    with pytest.raises(Exception, match="could not read the schema of 'gone'"):
+        registry.refresh("gone")
+    registry.close()
+
+
+def test_a_closed_connector_does_not_reconnect(sqlite_shop: Path) -> None:
+    shop = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    shop.close()
+    with pytest.raises(Exception, match="the connector 'shop' is closed; connect the database"):
+        shop.refresh()
+    with pytest.raises(Exception, match="is closed"):
+        shop.query("SELECT 1 AS one")
+
+
+def test_a_password_in_the_query_string_is_masked_in_the_target() -> None:
+    shop = SQLConnector("pg", "postgresql+psycopg://reader@127.0.0.1:1/shop?password=hunter2x")
+    assert shop.target == "postgresql+psycopg://reader@127.0.0.1:1/shop?password=[REDACTED]"
+    shop.close()

@@ -95,7 +95,7 @@ def test_a_missing_variable_fails_loudly_naming_it_and_its_place(tmp_path: Path)
     [
         (
             {"type": "postgres", "id": "pg", "config": {"url": "postgresql://ro:hunter2@db/x"}},
-            "has a password written in it",
+            "has a password or key written in it",
         ),
         (
             {
@@ -225,3 +225,98 @@ def test_duplicate_ids_are_refused(tmp_path: Path, shop_file: Path) -> None:
     entry = {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}}
     with pytest.raises(ConfigurationError, match=r"repeated: \['shop'\]"):
         relay().load_config(write(tmp_path, {"connectors": [entry, entry]}))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"type": "postgres", "id": "pg", "config": {"url": "postgresql://ro:hun/ter2@db/x"}},
+            "has a password or key written in it",
+        ),
+        (
+            {"type": "postgres", "id": "pg", "config": {"url": "postgresql://ro@db/x?password=p1"}},
+            "has a password or key written in it",
+        ),
+        (
+            {
+                "type": "http",
+                "id": "api",
+                "config": {
+                    "base_url": "https://api.example.com",
+                    "openapi": "https://docs.example.com/o.json?api_key=k1",
+                },
+            },
+            "config.openapi has a password or key written in it",
+        ),
+        (
+            {
+                "type": "http",
+                "id": "api",
+                "config": {
+                    "base_url": "https://api.example.com",
+                    "auth": {"type": "bearer", "token_env": "${BILLING_TOKEN}"},
+                },
+            },
+            "token_env names an environment variable; write its name",
+        ),
+    ],
+)
+def test_more_ways_of_writing_a_secret_into_the_file_are_refused(
+    tmp_path: Path, config: dict, message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        load_config(write(tmp_path, {"connectors": [config]}))
+
+
+def test_nothing_half_applies_when_a_later_step_would_fail(tmp_path: Path, shop_file: Path) -> None:
+    r = relay()
+    old = r.connect("shop", f"sqlite:///{shop_file}")
+    url = f"sqlite:///{shop_file}"
+    cases = [
+        (  # a skill pydantic refuses: one line, not a traceback
+            {
+                "connectors": [{"type": "sqlite", "id": "shop", "config": {"url": url}}],
+                "skills": [{"name": "s", "prompt": "p", "connectors": ["shop"], "max_steps": 0}],
+            },
+            "skill 's': max_steps",
+        ),
+    ]
+    for config, message in cases:
+        with pytest.raises(ConfigurationError, match=message):
+            r.load_config(write(tmp_path, config))
+        assert r.connectors == {"shop": old} and "s" not in r.session.skills
+    old.query("SELECT 1 AS one")  # type: ignore[attr-defined] - still open, not replaced
+    r.close()
+
+
+def test_two_web_search_connectors_are_refused_before_anything_changes(
+    tmp_path: Path, shop_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-test-key-123456")
+    monkeypatch.setenv("BRAVE_API_KEY", "brave-test-key-123456")
+    r = relay()
+    old = r.connect("shop", f"sqlite:///{shop_file}")
+    config = {
+        "connectors": [
+            {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}},
+            {"type": "websearch", "id": "web", "config": {"provider": "tavily"}},
+            {"type": "websearch", "id": "web2", "config": {"provider": "brave"}},
+        ]
+    }
+    with pytest.raises(ConfigurationError, match="connector 'web2': a tool named 'web_search'"):
+        r.load_config(write(tmp_path, config))
+    assert r.connectors == {"shop": old}
+    r.close()
+
+
+def test_schema_ttl_from_the_file_applies_however_it_is_loaded(
+    tmp_path: Path, shop_file: Path
+) -> None:
+    r = relay()
+    entry = {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}}
+    r.load_config(write(tmp_path, {"connectors": [entry], "schema_ttl_s": 5}))
+    assert r.session.connectors.schema_ttl_s == 5
+    r.load_config(write(tmp_path, {"connectors": [entry], "schema_ttl_s": None}))
+    assert r.session.connectors.schema_ttl_s is None
+    r.close()

@@ -63,7 +63,7 @@ def test_passwords_are_masked_in_the_connectors_table(shell: TestingShell, relay
     shell.run("%relay --connect pg postgresql+psycopg://reader:hunter2@127.0.0.1:1/shop")
     shown = shell.run("%relay --connectors")
     row = relay.connector_status().set_index("id").loc["pg"]
-    assert row["target"] == "postgresql+psycopg://reader:***@127.0.0.1:1/shop"
+    assert row["target"] == "postgresql+psycopg://reader:[REDACTED]@127.0.0.1:1/shop"
     assert row["status"].startswith("error: could not read the schema of 'pg'")
     # shown whole, not clipped at pandas' 50 characters
     assert (

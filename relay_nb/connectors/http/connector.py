@@ -34,7 +34,7 @@ from relay_nb.connectors.http.operations import render_operations
 from relay_nb.connectors.http.paths import check_path, check_resolved, parse_base_url
 from relay_nb.connectors.results import QueryResult
 from relay_nb.errors import ConfigurationError, QueryExecutionError, RelayError, UnsafeQueryError
-from relay_nb.redaction import redact
+from relay_nb.redaction import redact, register_secret, url_secrets
 from relay_nb.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -114,6 +114,9 @@ class HTTPConnector(Connector):
             )
         self._headers = {**extra, **credentials}
         self.openapi = _check_openapi(openapi)
+        if isinstance(self.openapi, str):  # e.g. ?api_key=…: never into a prompt or status
+            for secret in url_secrets(self.openapi):
+                register_secret(secret)
         self._transport = transport
         self._summary: ApiSummary | None = None
         self._summary_lock = threading.Lock()

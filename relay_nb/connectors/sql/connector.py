@@ -31,7 +31,7 @@ from relay_nb.connectors.sql.readonly import (
 from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError
-from relay_nb.redaction import redact, register_secret
+from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
 from relay_nb.tools import Tool, ToolResult
 
 __all__ = ["SQLConnector"]
@@ -92,10 +92,12 @@ class SQLConnector(Connector):
         self._schemas = list(schemas) if schemas is not None else None
         self._owns_engine = not isinstance(url_or_engine, Engine)
         given = parse_url(url_or_engine) if self._owns_engine else url_or_engine.url
-        if given.password:
-            register_secret(str(given.password))
+        written = given.render_as_string(hide_password=False)
+        for secret in url_secrets(written):
+            register_secret(secret)
         self.engine = build_engine(url_or_engine)
-        self.target = given.render_as_string(hide_password=True)
+        self.target = redact_url(written)
+        self._closed = False
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
@@ -104,6 +106,7 @@ class SQLConnector(Connector):
     @property
     def catalog(self) -> Catalog:
         """The introspected schema, read once and cached."""
+        self._check_not_closed()
         if self._catalog is None:
             with self._catalog_lock:
                 if self._catalog is None:
@@ -115,10 +118,23 @@ class SQLConnector(Connector):
 
     def refresh(self) -> Catalog:  # type: ignore[override] - also returns the new catalog
         """Re-read the catalog (after the database's schema changed)."""
+        self._check_not_closed()
         with self._catalog_lock:
             self._catalog = self._introspect()
             self._samples = None
         return self._catalog
+
+    def invalidate(self) -> None:
+        """Forget the catalog; the next prompt reads it again, under its own timeout."""
+        with self._catalog_lock:
+            self._catalog = None
+            self._samples = None
+
+    def _check_not_closed(self) -> None:
+        if self._closed:
+            raise QueryExecutionError(
+                f"the connector {self.id!r} is closed; connect the database again"
+            )
 
     def samples(self) -> dict[str, list[str]]:
         """Up to ``sample_values`` distinct example values per text column (opt-in).
@@ -224,6 +240,7 @@ class SQLConnector(Connector):
             raise
 
     def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
+        self._check_not_closed()
         guarded = self.guard(sql)
         self._before_run(guarded)
         try:
@@ -341,6 +358,7 @@ class SQLConnector(Connector):
         return head + rendered.text
 
     def close(self) -> None:
+        self._closed = True
         if self._owns_engine:
             self.engine.dispose()
 
