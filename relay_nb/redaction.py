@@ -19,6 +19,7 @@ __all__ = [
     "REDACTED",
     "SECRET_ENV_PATTERN",
     "SECRET_OPTION_PATTERN",
+    "Secret",
     "is_secret_name",
     "known_secrets",
     "redact",
@@ -123,3 +124,21 @@ def url_secrets(url: str) -> list[str]:
 
 SECRET_OPTION_PATTERN = re.compile(r"pass|pwd|token|secret|key|credential|signature", re.IGNORECASE)
 """URL query options whose values are secrets (``?password=``, ``api_key=``, ``sig…``)."""
+
+
+class Secret:
+    """Holds a credential so no ``repr``, ``vars()`` dump or traceback local shows it;
+    ``reveal()`` is the one place it is read."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay_nb.errors import InvocationError
-from relay_nb.redaction import register_secret
+from relay_nb.redaction import Secret, register_secret
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import BaseRuntime, TextCallback, run_guarded
 from relay_nb.runtime.failures import classify_status
@@ -86,23 +86,6 @@ _CAPABILITIES = Capabilities(
 )
 
 
-class _Secret:
-    """Holds the API key so no repr, ``vars()`` dump or traceback local shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    __str__ = __repr__
-
-
 @dataclass
 class _ClientSlot:
     """The SDK client for one event loop, key and base URL (httpx clients are loop-bound).
@@ -116,17 +99,17 @@ class _ClientSlot:
 
     client: AsyncAnthropic
     loop: asyncio.AbstractEventLoop
-    api_key: _Secret
+    api_key: Secret
     base_url: str
     closer: AsyncGenerator[None, None]
 
     @classmethod
-    async def open(cls, client: AsyncAnthropic, api_key: _Secret, base_url: str) -> _ClientSlot:
+    async def open(cls, client: AsyncAnthropic, api_key: Secret, base_url: str) -> _ClientSlot:
         closer = _close_at_loop_shutdown(client)
         await anext(closer)  # runs to the yield at once; registers with the running loop
         return cls(client, asyncio.get_running_loop(), api_key, base_url, closer)
 
-    def serves(self, loop: asyncio.AbstractEventLoop, api_key: _Secret, base_url: str) -> bool:
+    def serves(self, loop: asyncio.AbstractEventLoop, api_key: Secret, base_url: str) -> bool:
         return (
             self.loop is loop
             and self.api_key.reveal() == api_key.reveal()
@@ -201,7 +184,7 @@ class AnthropicRuntime(BaseRuntime):
     ) -> None:
         self.model = model
         self.id = f"anthropic:{model}"
-        self._api_key = _Secret(api_key) if api_key else None
+        self._api_key = Secret(api_key) if api_key else None
         if api_key:
             register_secret(api_key)  # so recordings and messages scrub it like env keys
         self._base_url = base_url
@@ -335,7 +318,7 @@ class AnthropicRuntime(BaseRuntime):
             await old.close()
         return self._slot.client
 
-    def _resolve_key(self) -> _Secret:
+    def _resolve_key(self) -> Secret:
         if self._api_key is not None:
             return self._api_key
         from_env = os.environ.get("ANTHROPIC_API_KEY")
@@ -345,9 +328,9 @@ class AnthropicRuntime(BaseRuntime):
                 f"no Anthropic API key for {self.id}; set ANTHROPIC_API_KEY or pass api_key=",
                 False,
             )
-        return _Secret(from_env)
+        return Secret(from_env)
 
-    def _new_client(self, key: _Secret, base_url: str) -> AsyncAnthropic:
+    def _new_client(self, key: Secret, base_url: str) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
         return AsyncAnthropic(

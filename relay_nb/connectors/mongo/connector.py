@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +37,7 @@ from relay_nb.connectors.mongo.schema import MongoCatalog, read_catalog, render_
 from relay_nb.connectors.mongo.values import canonical_json, documents_frame, parse_json_input
 from relay_nb.connectors.results import QueryResult, preview_for_model
 from relay_nb.errors import ConfigurationError, QueryExecutionError, UnsafeQueryError
-from relay_nb.redaction import REDACTED, redact, redact_url, register_secret
+from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
 from relay_nb.runtime.types import estimate_tokens
 from relay_nb.tools import Tool, ToolResult
 
@@ -48,7 +48,6 @@ __all__ = ["MongoConnector"]
 
 _MAX_DRIVER_MESSAGE = 400
 _DATABASE_NAME = re.compile(r'^[^/\\. "$*<>:|?]{1,63}$')
-_SECRET_OPTION = re.compile(r"password|token|secret|key", re.IGNORECASE)
 _STAGE_LIST = " ".join(sorted(STAGES))
 
 
@@ -113,9 +112,9 @@ class MongoConnector(Connector):
         self.max_time_ms = max(1, round(self.timeout_s * 1000))
         self._collections = _check_allowlist(collections)
         self.database_name = _database_name(url, database)
-        for secret in _url_secrets(url):
+        for secret in url_secrets(url):
             register_secret(secret)
-        self.target = _masked(url)
+        self.target = redact_url(url)
         self._owns_client = client is None
         self.client = client if client is not None else self._make_client(url)
         self._catalog: MongoCatalog | None = None
@@ -456,27 +455,6 @@ def _database_name(url: str, database: str | None) -> str:
     if not _DATABASE_NAME.match(chosen):
         raise ConfigurationError(f"{chosen!r} is not a valid MongoDB database name")
     return chosen
-
-
-def _url_secrets(url: str) -> list[str]:
-    """The URL's password (as written and decoded) and any secret-looking option values."""
-    parts = urlsplit(url)
-    found: list[str] = []
-    if parts.password:
-        found += [parts.password, unquote(parts.password)]
-    for key, value in parse_qsl(parts.query, keep_blank_values=False):
-        if _SECRET_OPTION.search(key) and value:
-            found += [value, unquote(value)]
-    return found
-
-
-def _masked(url: str) -> str:
-    """The URL for people: password and secret options replaced."""
-    masked = redact_url(url)
-    for secret in _url_secrets(url):
-        if f"={secret}" in masked:
-            masked = masked.replace(f"={secret}", f"={REDACTED}")
-    return masked
 
 
 def _driver_message(exc: BaseException | str) -> str:

@@ -45,7 +45,7 @@ from relay_nb.connectors.websearch.providers import (
     http_error,
 )
 from relay_nb.errors import ConfigurationError, QueryExecutionError, UnsafeQueryError
-from relay_nb.redaction import redact, register_secret
+from relay_nb.redaction import Secret, redact, register_secret
 from relay_nb.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -74,23 +74,6 @@ class _SearchInput(BaseModel):
     )
 
 
-class _Key:
-    """The API key, out of ``repr``/``vars`` output by construction."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    __str__ = __repr__
-
-
 class WebSearchConnector(Connector):
     """Web search through Tavily, Brave or Serper; the tool is ``web_search``."""
 
@@ -114,7 +97,7 @@ class WebSearchConnector(Connector):
         self.provider: str = self._spec.name
         """The provider's name: ``"tavily"``, ``"brave"`` or ``"serper"``."""
         self.api_key_env = _key_env(api_key_env, self._spec)
-        self._key = _Key(_read_key(self.api_key_env, self.id, self.provider))
+        self._key = Secret(_read_key(self.api_key_env, self.id, self.provider))
         register_secret(self._key.reveal())
         self.endpoint = _endpoint(endpoint or self._spec.endpoint)
         if isinstance(max_results, bool) or not isinstance(max_results, int):
