@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -24,7 +24,7 @@ from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import SECRET_OPTION_PATTERN
 
 __all__ = [
-    "SQL_TYPES",
+    "SPEC_TYPES",
     "ConnectorSpec",
     "HTTPSpecConfig",
     "MongoSpecConfig",
@@ -34,7 +34,6 @@ __all__ = [
     "check_no_inline_secrets",
 ]
 
-SQL_TYPES = ("sql", "postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb")
 _REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|pass|session", re.IGNORECASE)
 
@@ -126,6 +125,13 @@ class WebSearchSpec(_SpecBase):
     type: Literal["websearch", "web_search"]
     config: WebSearchSpecConfig = WebSearchSpecConfig()
 
+
+SPEC_TYPES = frozenset(
+    tag
+    for spec in (SQLSpec, MongoSpec, HTTPSpec, WebSearchSpec)
+    for tag in get_args(spec.model_fields["type"].annotation)
+)
+"""Every ``type`` a config entry may have (pydantic puts the one given into error paths)."""
 
 ConnectorSpec = Annotated[
     SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec, Field(discriminator="type")

@@ -37,7 +37,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from relay_nb.agent.skills import Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.specs import (
-    SQL_TYPES,
+    SPEC_TYPES,
     ConnectorSpec,
     build_connector,
     check_no_inline_secrets,
@@ -51,7 +51,6 @@ CONFIG_FILENAME = "relay.config.json"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL", re.IGNORECASE)
 _MAX_ERRORS = 5
-_TYPE_TAGS = {*SQL_TYPES, "mongo", "mongodb", "http", "websearch", "web_search"}
 
 
 class SkillSpec(BaseModel):
@@ -179,4 +178,4 @@ def _validation_message(label: str, exc: ValidationError) -> str:
 
 def _is_union_tag(part: Any) -> bool:
     """pydantic puts the discriminator's value ('http', 'sql'…) into error locations."""
-    return isinstance(part, str) and part in _TYPE_TAGS
+    return isinstance(part, str) and part in SPEC_TYPES

@@ -17,7 +17,7 @@ from typing import Any
 from relay_nb.connectors.base import Connector
 from relay_nb.errors import ConfigurationError
 
-__all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "is_frame"]
+__all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "is_engine", "is_frame"]
 
 WEB_SEARCH_PROVIDERS = ("tavily", "brave", "serper")
 
@@ -58,7 +58,7 @@ def _factory(target: Any) -> tuple[Callable[..., Connector], tuple[Any, ...]]:
             "connect() takes a mapping only of table names to DataFrames, e.g. "
             "relay.connect('sales', {'orders': orders_df, 'customers': customers_df})"
         )
-    if _is_engine(target):
+    if is_engine(target):
         return _sql(), (target,)
     if not isinstance(target, str):
         raise ConfigurationError(
@@ -113,6 +113,7 @@ def _check_options(factory: Callable[..., Connector], options: Mapping[str, Any]
         )
 
 
-def _is_engine(value: object) -> bool:
+def is_engine(value: object) -> bool:
+    """A SQLAlchemy engine, without importing SQLAlchemy when the caller has not."""
     cls = type(value)
     return cls.__name__ == "Engine" and cls.__module__.startswith("sqlalchemy")

@@ -28,7 +28,7 @@ from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.facade.relay import Relay
-from relay_nb.facade.targets import is_frame
+from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.live import LiveTurnView
@@ -345,7 +345,7 @@ class RelayMagics(Magics):
             return {key: _variable(namespace, where, key) for key in value}
         if isinstance(value, str) and "://" in value:
             return value  # a URL kept in a variable
-        if isinstance(value, Connector) or type(value).__name__ == "Engine":
+        if isinstance(value, Connector) or is_engine(value):
             return value
         return where  # e.g. `import tavily` must not hide the provider name "tavily"
 
