@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -201,11 +201,20 @@ class Session:
             skill, known_connectors=self.connectors, known_tools=self.tools, replace=replace
         )
 
+    def taken_tool_names(self, *, except_connectors: Collection[str] = ()) -> set[str]:
+        """Every tool name in use, leaving out those of the connectors ``except_connectors``
+        names (about to be replaced, so their names are free)."""
+        taken = {
+            tool.name
+            for cid in self.connectors
+            if cid not in except_connectors
+            for tool in self.connectors.tools(cid)
+        }
+        return taken | set(self.tools) | {CHART_TOOL}
+
     def _check_tool_name(self, name: str, *, ignore: Connector | None = None) -> None:
-        connectors = [c for c in self.connectors.values() if c is not ignore]
-        taken = {t.name for c in connectors for t in self.connectors.tools(c.id)}
-        taken |= set(self.tools) | {CHART_TOOL}
-        if name in taken:
+        excluded = () if ignore is None else (ignore.id,)
+        if name in self.taken_tool_names(except_connectors=excluded):
             raise ConfigurationError(f"a tool named {name!r} is already registered")
 
     # -- asking --------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.caps import UsageCaps
-from relay_nb.agent.charts import CHART_TOOL
 from relay_nb.agent.events import Event
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.routing import ModelSetting
@@ -208,10 +207,7 @@ class Relay:
     def _check_new_tool_names(self, connectors: Sequence[Connector]) -> None:
         """Tool names of ``connectors`` clash neither among themselves nor with what stays
         registered (the connectors they replace go, so their names are free)."""
-        replaced = {c.id for c in connectors}
-        registry = self.session.connectors
-        taken = {t.name for cid in registry if cid not in replaced for t in registry.tools(cid)}
-        taken |= set(self.session.tools) | {CHART_TOOL}
+        taken = self.session.taken_tool_names(except_connectors={c.id for c in connectors})
         for connector in connectors:
             for tool in connector.tools():
                 if tool.name in taken:
