@@ -24,6 +24,7 @@ from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import SECRET_OPTION_PATTERN
 
 __all__ = [
+    "ENV_REFERENCE",
     "SPEC_TYPES",
     "ConnectorSpec",
     "HTTPSpecConfig",
@@ -34,7 +35,8 @@ __all__ = [
     "check_no_inline_secrets",
 ]
 
-_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""``${VAR}``: how a config file refers to an environment variable (group 1: its name)."""
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|pass|session", re.IGNORECASE)
 
 
@@ -202,7 +204,11 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
                     f'environment variables instead: {_env_key(key)!r}: "MY_API_TOKEN"'
                 )
     for name, value in _headers(config).items():
-        if _SECRET_HEADER.search(name) and isinstance(value, str) and not _REFERENCE.match(value):
+        if (
+            _SECRET_HEADER.search(name)
+            and isinstance(value, str)
+            and not ENV_REFERENCE.fullmatch(value)
+        ):
             raise ConfigurationError(
                 f"{where}.config.headers[{name!r}] looks like a secret written inline; put it "
                 "in an environment variable and write ${VARIABLE} as the header's value"
@@ -239,11 +245,11 @@ def _inline_url_secret(url: str) -> bool:
     if "@" in rest:
         userinfo = rest.rsplit("@", 1)[0]
         password = userinfo.split(":", 1)[1] if ":" in userinfo else ""
-        if password and not _REFERENCE.match(password):
+        if password and not ENV_REFERENCE.fullmatch(password):
             return True
     for pair in query.split("&"):
         key, _, value = pair.partition("=")
-        if value and SECRET_OPTION_PATTERN.search(key) and not _REFERENCE.match(value):
+        if value and SECRET_OPTION_PATTERN.search(key) and not ENV_REFERENCE.fullmatch(value):
             return True
     return False
 

@@ -37,6 +37,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from relay_nb.agent.skills import Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.specs import (
+    ENV_REFERENCE,
     SPEC_TYPES,
     ConnectorSpec,
     build_connector,
@@ -48,7 +49,6 @@ from relay_nb.redaction import register_secret
 __all__ = ["CONFIG_FILENAME", "RelayConfig", "SkillSpec", "build_connectors", "load_config"]
 
 CONFIG_FILENAME = "relay.config.json"
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL", re.IGNORECASE)
 _MAX_ERRORS = 5
 
@@ -151,7 +151,7 @@ def _substitute(value: Any, label: str, path: tuple[str | int, ...]) -> Any:
                 register_secret(found)
             return found
 
-        return _VARIABLE.sub(replace, value)
+        return ENV_REFERENCE.sub(replace, value)
     if isinstance(value, list):
         return [_substitute(item, label, (*path, i)) for i, item in enumerate(value)]
     if isinstance(value, dict):
