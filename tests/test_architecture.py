@@ -70,8 +70,8 @@ def test_import_relay_nb_loads_no_heavy_modules():
 def test_runtime_package_does_not_load_provider_sdks():
     code = (
         "import sys, relay_nb.runtime, relay_nb.runtime.profiles, relay_nb.runtime.anthropic, "
-        "relay_nb.runtime.claude_code; "
-        "heavy = ['anthropic', 'httpx2', 'httpx', 'pandas', 'IPython']; "
+        "relay_nb.runtime.claude_code, relay_nb.runtime.openai_compat; "
+        "heavy = ['anthropic', 'openai', 'httpx2', 'httpx', 'pandas', 'IPython']; "
         "print(','.join(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -17,7 +17,9 @@ __all__ = ["PROFILE_KINDS", "parse_profile", "runtime_from_profile"]
 
 _FORMS = (
     "anthropic:MODEL (e.g. anthropic:claude-sonnet-4-6), claude-code:MODEL (e.g. "
-    "claude-code:sonnet), scripted:PATH (a JSON script), replay:PATH (a JSONL recording)"
+    "claude-code:sonnet), openai:MODEL (e.g. openai:gpt-4.1-mini), "
+    "openai-compatible:MODEL@URL (e.g. openai-compatible:llama3.2@http://127.0.0.1:11434/v1), "
+    "scripted:PATH (a JSON script), replay:PATH (a JSONL recording)"
 )
 
 
@@ -31,6 +33,18 @@ def _claude_code(value: str, options: dict[str, Any]) -> ModelRuntime:
     from relay_nb.runtime.claude_code import ClaudeCodeRuntime
 
     return ClaudeCodeRuntime(value, **options)
+
+
+def _openai(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.openai_compat import openai_runtime_from_profile
+
+    return openai_runtime_from_profile(value, options)
+
+
+def _openai_compatible(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.openai_compat import compatible_runtime_from_profile
+
+    return compatible_runtime_from_profile(value, options)
 
 
 def _scripted(value: str, options: dict[str, Any]) -> ModelRuntime:
@@ -50,6 +64,8 @@ def _replay(value: str, options: dict[str, Any]) -> ModelRuntime:
 _BUILDERS: dict[str, Callable[[str, dict[str, Any]], ModelRuntime]] = {
     "anthropic": _anthropic,
     "claude-code": _claude_code,
+    "openai": _openai,
+    "openai-compatible": _openai_compatible,
     "scripted": _scripted,
     "replay": _replay,
 }

@@ -29,7 +29,7 @@ def req(text: str = SENSITIVE) -> InvocationRequest:
     ("profile", "fragment"),
     [
         ("claude-sonnet", "malformed"),
-        ("openai:gpt", "unknown model profile kind 'openai'"),
+        ("gemini:pro", "unknown model profile kind 'gemini'"),
         ("anthropic:", "names no model"),
         ("", "malformed"),
     ],
