@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any, Literal
@@ -240,24 +241,26 @@ class _Turn:
             return request
         return request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
 
-    async def invoke(self, request: InvocationRequest) -> InvocationResult:
+    async def invoke(self, request: InvocationRequest, step: int) -> InvocationResult:
         """Invoke with bounded exponential backoff on retryable errors.
 
         Every wait is announced as ``thinking(step="retrying")`` so a user watching a slow
-        cell knows it is a rate limit, not a hang.
+        cell knows it is a rate limit, not a hang. Every failed attempt gets its own ledger
+        row (see :meth:`_record_failure`), so the ledger shows each call that was made.
         """
         try:
-            return await self._invoke_with_retries(request)
+            return await self._invoke_with_retries(request, step)
         finally:
             if self.reservation is not None:  # the call's real usage replaces its worst case
                 self.reservation.release()
                 self.reservation = None
 
-    async def _invoke_with_retries(self, request: InvocationRequest) -> InvocationResult:
+    async def _invoke_with_retries(self, request: InvocationRequest, step: int) -> InvocationResult:
         on_text = self._on_text if self.streaming and self.next_step is None else None
         for attempt in range(self.max_retries + 1):
             self._check_abort()
             self.streamed = False
+            started = time.perf_counter()
             try:
                 return await self.runtime.invoke(request, abort=self.abort, on_text=on_text)
             except ConfigurationError:
@@ -265,7 +268,9 @@ class _Turn:
             except Exception as exc:
                 # a runtime written against the protocol may raise anything; classify it
                 err = exc if isinstance(exc, InvocationError) else classify_exception(exc)
-                if self.abort is not None and self.abort.aborted:
+                aborted = self.abort is not None and self.abort.aborted
+                self._record_failure(err, step, started, aborted=aborted)
+                if aborted:
                     raise _Stop("cancelled") from None
                 if not err.retryable or attempt >= self.max_retries:
                     raise _Stop("error", err) from None
@@ -334,6 +339,38 @@ class _Turn:
             self.warn(message)
         self.emit(UsageEvent(usage=priced, model=result.model))
         self._record(result, priced, step)
+
+    def _record_failure(
+        self, err: InvocationError, step: int, started: float, *, aborted: bool
+    ) -> None:
+        """A ledger row for a model call that failed: no answer, nothing reported.
+
+        A call the provider refused or never answered reports no usage and is not billed,
+        so its tokens and cost are a known zero — as in the turn's own total. A call cut
+        off by the user's abort may have been partly billed (a stream already under way),
+        so its counts stay unknown. ``finish_reason`` says what happened:
+        ``error:<CODE>`` or ``cancelled``.
+        """
+        if self.ledger is None:
+            return
+        zero = None if aborted else 0
+        try:
+            row = LedgerRow(
+                session_id=self.session_id,
+                turn_id=self.turn_id,
+                step=step,
+                notebook=self.notebook,
+                model=self.model or getattr(self.runtime, "model", "") or self.runtime.id,
+                provider=_provider_of(self.runtime),
+                input_tokens=zero,
+                output_tokens=zero,
+                cost_usd=None if aborted else 0.0,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                finish_reason="cancelled" if aborted else f"error:{err.code}",
+            )
+            self.ledger.append(row)
+        except Exception as exc:
+            logger.warning("could not record turn %s step %d: %r", self.turn_id, step, exc)
 
     def _record(self, result: InvocationResult, priced: Usage, step: int) -> None:
         """Append a ledger row; accounting problems never cost the user their answer."""
@@ -447,6 +484,14 @@ class _Turn:
         )
 
 
+def _provider_of(runtime: ModelRuntime) -> str:
+    """The runtime's provider name; a protocol-only runtime's id prefix (``anthropic:…``)."""
+    provider = getattr(runtime, "provider", None)
+    if isinstance(provider, str) and provider:
+        return provider
+    return runtime.id.split(":", 1)[0] or "unknown"
+
+
 def _index_tools(tools: Sequence[Tool]) -> dict[str, Tool]:
     """Tools by name; a duplicate would make the model's choice ambiguous, so refuse it."""
     index: dict[str, Tool] = {}
@@ -506,6 +551,17 @@ async def _system_prompt(
         budget=budget.context,
     )
     resolved = await resolver.resolve(request)
+    for stats in resolved.stats:  # skipped, never fatal (DESIGN.md §5); but not silently
+        if stats.status == "timeout":
+            turn.warn(
+                f"context source {stats.source!r} did not answer within its timeout and was "
+                "skipped; this answer was made without it"
+            )
+        elif stats.status != "ok":
+            turn.warn(
+                f"context source {stats.source!r} failed ({stats.error or 'error'}) and was "
+                "skipped; this answer was made without it"
+            )
     turn.emit(
         ContextResolvedEvent(sources=resolved.sources, token_estimate=resolved.token_estimate)
     )
@@ -585,7 +641,7 @@ async def run_turn(
         for step in range(1, max_steps + 1):
             request = turn.request([*head, *conversation])
             turn.emit(ThinkingEvent(step="calling_model"))
-            result = await turn.invoke(request)
+            result = await turn.invoke(request, step)
             turn.account(result, step, request)
             answer, calls, problems = turn.decode(result)
             if answer is not None:

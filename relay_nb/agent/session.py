@@ -75,6 +75,9 @@ class Session:
     or URL records there, ``False`` records nothing. ``caps`` applies to every turn,
     ``session_caps`` to the session's running total. A connector's schema is re-read at the
     start of the first turn after it is ``schema_ttl_s`` old (None: only on ``refresh``).
+    A model call failing with a retryable error (rate limit, overload, timeout, dropped
+    connection) is tried up to ``max_retries`` more times, waiting ``retry_base_s`` doubled
+    per attempt (or the provider's own retry-after hint) in between.
     """
 
     def __init__(
@@ -94,6 +97,8 @@ class Session:
         context_window: int = 200_000,
         max_steps: int = 8,
         max_output_tokens: int = 4096,
+        max_retries: int = 3,
+        retry_base_s: float = 0.5,
         default_tier: str = "balanced",
         inline_result_chars: int = 2000,
         compact_with_model: bool = True,
@@ -105,6 +110,12 @@ class Session:
     ) -> None:
         if default_tier not in TIERS:
             raise ConfigurationError(f"default_tier must be one of {TIERS}, got {default_tier!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigurationError(f"max_retries must be 0 or more, got {max_retries!r}")
+        if isinstance(retry_base_s, bool) or not isinstance(retry_base_s, int | float):
+            raise ConfigurationError(f"retry_base_s must be seconds, got {retry_base_s!r}")
+        if not 0 <= retry_base_s <= 60:
+            raise ConfigurationError(f"retry_base_s must be 0 to 60 seconds, got {retry_base_s!r}")
         self.id = session_id or uuid.uuid4().hex
         self.router = ModelRouter(model, routes=routes)
         self.caps = caps or UsageCaps()
@@ -115,6 +126,8 @@ class Session:
         self.budget = allocate_budget(context_window)
         self.max_steps = max_steps
         self.max_output_tokens = max_output_tokens
+        self.max_retries = max_retries
+        self.retry_base_s = float(retry_base_s)
         self.default_tier = default_tier
         self.notebook = notebook
         self.connectors = ConnectorRegistry(schema_ttl_s=schema_ttl_s)
@@ -464,6 +477,8 @@ class Session:
             notebook=self.notebook,
             on_event=on_event,
             max_output_tokens=self.max_output_tokens,
+            max_retries=self.max_retries,
+            retry_base_s=self.retry_base_s,
             abort=abort,
             approver=approver or self.approver,
             caps=caps or self.caps,

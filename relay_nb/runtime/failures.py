@@ -105,11 +105,17 @@ def classify_exception(exc: BaseException, *, provider: str = "provider") -> Inv
     for err in chain:
         if _is_timeout(err):
             return InvocationError(
-                "PROVIDER_UNAVAILABLE", f"the request to {provider} timed out", True
+                "PROVIDER_UNAVAILABLE",
+                f"the request to {provider} timed out; try again, or give the runtime a longer "
+                "timeout",
+                True,
             )
         if _is_transport_failure(err):
             return InvocationError(
-                "PROVIDER_UNAVAILABLE", f"the connection to {provider} failed or was dropped", True
+                "PROVIDER_UNAVAILABLE",
+                f"the connection to {provider} failed or was dropped; check the network (and "
+                "the base URL) and try again",
+                True,
             )
     return InvocationError(
         "RUNTIME_FAILURE", f"the call to {provider} failed ({type(exc).__name__})", False

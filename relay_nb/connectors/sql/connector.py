@@ -24,7 +24,9 @@ from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
+    DatabaseUnavailable,
     build_engine,
+    open_connection,
     parse_url,
     run_read_only,
 )
@@ -179,8 +181,12 @@ class SQLConnector(Connector):
 
     def _introspect(self) -> Catalog:
         try:
-            with self.engine.connect() as conn:
+            with open_connection(self.engine) as conn:
                 return introspect(conn, schemas=self._schemas, tables=self._tables)
+        except DatabaseUnavailable as exc:
+            raise QueryExecutionError(
+                f"could not read the schema of {self.id!r}: {self._unavailable_error(exc)}"
+            ) from None
         except ConfigurationError:
             raise
         except Exception as exc:
@@ -273,6 +279,8 @@ class SQLConnector(Connector):
         registers the current contents of the frames it reads here)."""
 
     def _execution_error(self, exc: Exception, cancel: CancelHandle) -> QueryExecutionError:
+        if isinstance(exc, DatabaseUnavailable):
+            return self._unavailable_error(exc)
         if (cancel.cancelled and cancel.reason == "timeout") or _is_server_timeout(exc):
             return QueryExecutionError(
                 f"the query ran longer than {self.statement_timeout_s:g} s and was stopped; "
@@ -281,6 +289,35 @@ class SQLConnector(Connector):
         if cancel.cancelled:
             return QueryExecutionError("the query was cancelled")
         return QueryExecutionError(f"the database refused the query: {_driver_message(exc)}")
+
+    def _unavailable_error(self, exc: DatabaseUnavailable) -> QueryExecutionError:
+        """The database is the problem, not the query: say which, and that asking again
+        (not rewriting the SQL) is the fix."""
+        driver = _driver_message(exc.__cause__ or exc)
+        if exc.kind == "pool":
+            pool = self.engine.pool
+            size = getattr(pool, "size", lambda: None)()
+            busy = getattr(pool, "checkedout", lambda: None)()
+            held = f" ({busy} in use, pool_size={size})" if size is not None else ""
+            return QueryExecutionError(
+                f"no free connection to {self.id!r} within the pool's timeout{held}, so the "
+                "query did not run; wait for running queries to finish and try again, or give "
+                "the engine a larger pool_size / max_overflow"
+            )
+        if exc.kind == "lost":
+            return QueryExecutionError(
+                f"the connection to {self.id!r} was lost while the query ran ({driver}), so "
+                "it did not finish; the server may have stopped or restarted. Check that the "
+                "database is up, then ask again"
+            )
+        if self.dialect in ("sqlite", "duckdb"):
+            check = "the database file exists and is readable"
+        else:
+            check = "the database server is running and reachable"
+        return QueryExecutionError(
+            f"cannot connect to {self.id!r} ({self.target}): {driver}. Check that {check} and "
+            "that the URL and credentials are right, then ask again"
+        )
 
     def _temporal(self, guarded: GuardedQuery) -> dict[str, str]:
         """Declared date/time columns of the referenced tables (SQLite returns them as text)."""

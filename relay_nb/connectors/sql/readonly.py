@@ -13,6 +13,10 @@ write. Every dialect gets the strongest read-only mode its driver offers:
 - DuckDB: ``read_only`` with external access disabled and the configuration locked.
 
 Every call ends in a rollback; a connection whose rollback fails is discarded.
+
+When the database itself is the problem — no connection can be opened, the pool has none
+free, or the connection dies mid-query (the server stopped) — :class:`DatabaseUnavailable`
+says which, so the caller can say "the server is down" instead of "your query was refused".
 """
 
 from __future__ import annotations
@@ -23,22 +27,27 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import redact_url
 
 __all__ = [
     "CancelHandle",
+    "DatabaseUnavailable",
     "FetchedRows",
     "QueryCancelled",
     "build_engine",
+    "open_connection",
     "parse_url",
     "run_read_only",
 ]
+
+_T = TypeVar("_T")
 
 # Drivers whose timeout/cancel we do not know get a watchdog that at least closes the cursor.
 _SQLITE_PROGRESS_STEPS = 10_000
@@ -51,6 +60,19 @@ class ReadOnlyNotEnforced(Exception):
 
 class QueryCancelled(Exception):
     """The statement was cancelled before it reached the database."""
+
+
+class DatabaseUnavailable(Exception):
+    """The database, not the query, failed; the driver's exception is the ``__cause__``.
+
+    ``kind``: ``"connect"`` (no connection could be opened: server down, wrong host or
+    credentials), ``"pool"`` (the engine's pool had no free connection within its timeout),
+    ``"lost"`` (the connection died while the statement ran; the statement did not finish).
+    """
+
+    def __init__(self, kind: Literal["connect", "pool", "lost"]) -> None:
+        super().__init__(kind)
+        self.kind = kind
 
 
 @dataclass
@@ -134,6 +156,9 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
             connect_args["read_only"] = True
     elif backend == "postgresql":
         connect_args = {"options": "-c default_transaction_read_only=on"}
+        if "connect_timeout" not in url.query:
+            # libpq waits for the OS (minutes) on an unreachable host; say so within seconds
+            connect_args["connect_timeout"] = _PG_CONNECT_TIMEOUT_S
     try:
         engine = create_engine(url, connect_args=connect_args, pool_pre_ping=backend != "sqlite")
     except ModuleNotFoundError as exc:
@@ -143,6 +168,7 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
     return engine
 
 
+_PG_CONNECT_TIMEOUT_S = 10
 _EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "duckdb": "duckdb"}
 _SUGGESTED = {
     "postgresql": "postgresql+psycopg://USER@HOST/DB",
@@ -217,7 +243,7 @@ def run_read_only(
     """
     cancel = cancel or CancelHandle()
     backend = engine.dialect.name
-    raw = engine.raw_connection()
+    raw = _checkout(engine)
     timer = threading.Timer(timeout_s, cancel.cancel, kwargs={"reason": "timeout"})
     timer.daemon = True
     started = time.perf_counter()
@@ -240,10 +266,46 @@ def run_read_only(
             _close_quietly(cursor)
         clean = True
         return FetchedRows(columns, rows, (time.perf_counter() - started) * 1000)
+    except Exception as exc:
+        if _is_disconnect(engine, exc, raw):
+            raise DatabaseUnavailable("lost") from exc
+        raise
     finally:
         timer.cancel()
         discard = cancel.fired or (not clean and backend in ("mysql", "mariadb"))
         _end(backend, engine, raw, discard=discard)
+
+
+def open_connection(engine: Engine) -> Connection:
+    """``engine.connect()``, or :class:`DatabaseUnavailable` saying why there is none (for
+    the catalog reads that go through SQLAlchemy rather than :func:`run_read_only`)."""
+    return _opened(engine.connect)
+
+
+def _checkout(engine: Engine) -> Any:
+    """A pooled DBAPI connection, or :class:`DatabaseUnavailable` saying why there is none."""
+    return _opened(engine.raw_connection)
+
+
+def _opened(open_: Callable[[], _T]) -> _T:
+    try:
+        return open_()
+    except PoolTimeout as exc:
+        raise DatabaseUnavailable("pool") from exc
+    except (ConfigurationError, ModuleNotFoundError):
+        raise
+    except Exception as exc:
+        raise DatabaseUnavailable("connect") from exc
+
+
+def _is_disconnect(engine: Engine, exc: Exception, raw: Any) -> bool:
+    """Whether ``exc`` means the connection is gone (the dialect's own test), not the query."""
+    if isinstance(exc, QueryCancelled | ReadOnlyNotEnforced):
+        return False
+    try:
+        return bool(engine.dialect.is_disconnect(exc, raw.dbapi_connection, None))
+    except Exception:  # a dialect that cannot tell: treat it as a query error
+        return False
 
 
 def _begin_read_only(
