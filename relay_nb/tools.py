@@ -107,13 +107,17 @@ class Tool:
         except ValidationError as exc:
             return ToolResult(content=_validation_message(self.name, exc), is_error=True)
         try:
-            produced = await asyncio.wait_for(self.handler(arguments), self.timeout_s)
+            produced = await asyncio.wait_for(
+                _no_exit(self.name, self.handler(arguments)), self.timeout_s
+            )
         except TimeoutError:
             return ToolResult(
                 content=f"{self.name} did not finish within {self.timeout_s:g} s and was "
                 "cancelled; simplify the request (fewer rows, a narrower filter) and try again",
                 is_error=True,
             )
+        except _ToolExited as exc:
+            return ToolResult(content=f"{self.name} failed: {exc}", is_error=True)
         except RelayError as exc:  # guard refusals, database errors: the model can fix these
             return ToolResult(content=_clip(redact(str(exc))), is_error=True)
         except Exception as exc:  # a bug in a tool must not end the turn, nor leak secrets
@@ -122,6 +126,24 @@ class Tool:
                 is_error=True,
             )
         return produced if isinstance(produced, ToolResult) else ToolResult(content=str(produced))
+
+
+class _ToolExited(Exception):
+    """A handler called ``sys.exit()``: reported like any other tool failure."""
+
+
+async def _no_exit(name: str, handler_call: Awaitable[Any]) -> Any:
+    """Await the handler, turning ``SystemExit`` into an ordinary exception *inside* its task.
+
+    asyncio re-raises ``SystemExit`` out of the event loop itself, which would end relay_nb's
+    loop thread with the turn still waiting on it; caught here, it never reaches the loop.
+    """
+    try:
+        return await handler_call
+    except SystemExit as exc:
+        raise _ToolExited(
+            f"it called sys.exit({exc.code!r}); a tool should return a value or raise an error"
+        ) from None
 
 
 def _validation_message(tool: str, exc: ValidationError) -> str:

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from relay_nb.errors import ConfigurationError
+from relay_nb.errors import ConfigurationError, RelayError
 
 __all__ = ["CallerInterrupted", "LoopThread", "call_in_caller", "run_sync"]
 
@@ -112,6 +112,12 @@ class LoopThread:
                 job = _next_job(jobs)
                 if job is not None:
                     _run_job(*job)
+                elif not self.thread.is_alive():  # an exception ended the loop itself
+                    future.cancel()
+                    raise RelayError(
+                        "relay_nb's event loop stopped unexpectedly, so this call cannot "
+                        "finish; ask again (a new loop starts)"
+                    )
             return future.result()
         except KeyboardInterrupt:
             if on_interrupt is not None:

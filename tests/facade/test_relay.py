@@ -244,3 +244,28 @@ def test_kernel_exit_closes_every_live_sessions_connectors(
     facade._close_all_at_exit()  # what atexit runs when the kernel shuts down
     assert shop.engine.pool.checkedin() == 0  # type: ignore[attr-defined]
     assert relay.connectors == {}
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the point
+def test_a_dead_loop_thread_fails_the_waiting_call_instead_of_hanging():
+    """SystemExit raised in a loop callback ends the loop thread; the caller must not wait on
+    a future nobody will complete, and the next call gets a new loop."""
+    import sys
+
+    from relay_nb.errors import RelayError
+    from relay_nb.facade.loop_thread import LoopThread
+
+    doomed = LoopThread()
+
+    async def kill_the_loop() -> None:
+        asyncio.get_running_loop().call_soon(sys.exit, 1)
+        await asyncio.Event().wait()
+
+    with pytest.raises(RelayError, match="event loop stopped unexpectedly"):
+        doomed.run(kill_the_loop())
+    assert not doomed.thread.is_alive()
+
+    async def answer() -> int:
+        return 42
+
+    assert LoopThread.get().run(answer()) == 42

@@ -198,3 +198,44 @@ def test_a_raising_tool_is_a_short_tool_error_the_model_sees_and_the_session_goe
     fixed = relay.ask("and of order 7?")
     assert fixed.finish_reason == "stop" and fixed.answer == "OK: 0.25"
     assert_one_row_per_call(ledger_file, relay, failed, fixed)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_tool_calling_sys_exit_is_a_tool_error_not_a_dead_loop(
+    kind: str, relay: Relay, ledger_file
+) -> None:
+    """asyncio re-raises SystemExit out of the event loop, which would kill relay_nb's loop
+    thread and leave ``ask`` waiting forever; the tool must turn it into an error instead."""
+    import sys
+    import threading
+
+    if kind == "sync":
+
+        def quit_now(code: int) -> str:
+            """Exits."""
+            sys.exit(code)
+
+    else:
+
+        async def quit_now(code: int) -> str:
+            """Exits."""
+            sys.exit(code)
+
+    relay.tool(quit_now)
+    runtime_of(relay).add(
+        {"tool_calls": [{"name": "quit_now", "input": {"code": 3}}]}, answer_from_tool
+    )
+    outcome: list[Any] = []
+    asker = threading.Thread(target=lambda: outcome.append(relay.ask("quit?")), daemon=True)
+    asker.start()
+    asker.join(timeout=30)
+    assert not asker.is_alive(), "Relay.ask hung after a tool called sys.exit()"
+    (failed,) = outcome
+    assert failed.finish_reason == "stop"
+    assert failed.answer.startswith("ERROR: quit_now")
+    assert "sys.exit" in failed.answer
+
+    runtime_of(relay).add({"text": "still here"})
+    after = relay.ask("still there?")
+    assert after.answer == "still here"
+    assert_one_row_per_call(ledger_file, relay, failed, after)
