@@ -33,8 +33,9 @@ ModelSetting = ModelRuntime | str | Callable[[str], ModelRuntime] | None
 _ROUTABLE_KINDS = ("anthropic", "claude-code")
 
 NO_MODEL_MESSAGE = (
-    "no model is configured. Set RELAY_MODEL to a profile (e.g. 'anthropic:claude-sonnet-4-6' "
-    "or 'scripted:path/to/script.json'), set ANTHROPIC_API_KEY, log in to the `claude` CLI, "
+    "no model is configured. Set RELAY_MODEL to a profile (e.g. 'anthropic:claude-sonnet-4-6', "
+    "'openai:gpt-4.1-mini', 'openai-compatible:llama3.2@http://127.0.0.1:11434/v1' or "
+    "'scripted:path/to/script.json'), set ANTHROPIC_API_KEY, log in to the `claude` CLI, "
     "or pass model= (a profile string or a runtime object)"
 )
 
