@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 __all__ = [
     "REDACTED",
@@ -22,6 +22,7 @@ __all__ = [
     "Secret",
     "is_secret_name",
     "known_secrets",
+    "option_secrets",
     "redact",
     "redact_url",
     "register_secret",
@@ -101,25 +102,62 @@ def redact_url(url: str) -> str:
     if "#" in query:
         query, fragment = query.split("#", 1)
         fragment = "#" + fragment
-    options = [
-        f"{key}={REDACTED}" if SECRET_OPTION_PATTERN.search(key) and value else pair
-        for pair in query.split("&")
-        for key, _, value in [pair.partition("=")]
-    ]
+    options = []
+    for pair in query.split("&"):
+        key, _, value = pair.partition("=")
+        if not option_secrets(key, value):
+            options.append(pair)
+        elif SECRET_OPTION_PATTERN.search(unquote_plus(key)):
+            options.append(f"{key}={REDACTED}")
+        else:
+            options.append(f"{key}=" + _PROPERTY.sub(_redact_property, value))
     return head + "?" + "&".join(options) + fragment
 
 
 def url_secrets(url: str) -> list[str]:
-    """The URL's password and secret-looking option values, as written and decoded: what
-    :func:`register_secret` must learn before the URL's owner can fail on it."""
+    """The URL's password and the secrets of its options (:func:`option_secrets`), as
+    written and decoded: what :func:`register_secret` must learn before the URL's owner can
+    fail on it."""
     parts = urlsplit(url)
     found: list[str] = []
     if parts.password:
         found += [parts.password, unquote(parts.password)]
-    for key, value in parse_qsl(parts.query, keep_blank_values=False):
-        if SECRET_OPTION_PATTERN.search(key) and value:
-            found += [value, unquote(value)]
-    return found
+    for pair in parts.query.split("&"):
+        key, _, value = pair.partition("=")
+        for secret in option_secrets(key, value):
+            found += [secret, unquote(secret), unquote_plus(secret)]
+    return list(dict.fromkeys(found))
+
+
+def option_secrets(key: str, value: str) -> list[str]:
+    """The secrets one URL query option carries, as written: the whole value when the
+    option's name looks secret (``password=``, ``api_key=``), else the values of the
+    secret-named items of a ``NAME:VALUE,…`` list — MongoDB's
+    ``authMechanismProperties=AWS_SESSION_TOKEN:…`` holds a credential under a harmless name.
+    """
+    if not value:
+        return []
+    if SECRET_OPTION_PATTERN.search(unquote_plus(key)):
+        return [value]
+    return [match["value"] for match in _PROPERTY.finditer(value) if _is_secret_property(match)]
+
+
+# one ``NAME:VALUE`` item of a comma-separated option value; ``:`` and ``,`` may be
+# percent-encoded (%3A, %2C), so they are matched in both forms
+_PROPERTY = re.compile(
+    r"(?P<name>[^,:%]+(?:%(?!2C|3A)[^,:%]*)*)(?P<sep>:|%3A)(?P<value>(?:[^,%]|%(?!2C))*)",
+    re.IGNORECASE,
+)
+
+
+def _is_secret_property(match: re.Match[str]) -> bool:
+    return bool(match["value"]) and bool(SECRET_OPTION_PATTERN.search(unquote_plus(match["name"])))
+
+
+def _redact_property(match: re.Match[str]) -> str:
+    if _is_secret_property(match):
+        return f"{match['name']}{match['sep']}{REDACTED}"
+    return match[0]
 
 
 SECRET_OPTION_PATTERN = re.compile(r"pass|pwd|token|secret|key|credential|signature", re.IGNORECASE)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from relay_nb.redaction import Secret, redact, redact_url, register_secret, url_secrets
 from relay_nb.runtime.types import InvocationResult, Usage
 
 if TYPE_CHECKING:
@@ -130,10 +131,15 @@ class UsageLedger:
             target = default_ledger_path()
         self._path: Path | None = None
         if isinstance(target, str) and "://" in target:
-            self.url = target
+            url = target
+            for secret in url_secrets(target):  # a driver's error may quote the login
+                register_secret(secret)
         else:
             self._path = Path(target).expanduser()
-            self.url = f"sqlite:///{self._path}"
+            url = f"sqlite:///{self._path}"
+        self._url = Secret(url)  # no repr or vars() dump shows the login
+        self.url = redact_url(url)
+        """Where the ledger is, fit to print: the password and secret options masked."""
         self._lock = threading.Lock()
         self._engine: Engine | None = None
         self._table: Table | None = None
@@ -151,7 +157,8 @@ class UsageLedger:
 
         if self._path is not None:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(self.url, connect_args=_connect_args(self.url))
+        url = self._url.reveal()
+        engine = sa.create_engine(url, connect_args=_connect_args(url))
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
         table = _table_for(sa.MetaData())
@@ -181,7 +188,7 @@ class UsageLedger:
                 self.url,
                 row.turn_id,
                 type(exc).__name__,
-                exc,
+                redact(str(exc)),
             )
             return False
         return True

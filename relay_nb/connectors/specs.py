@@ -21,7 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from relay_nb.connectors.base import Connector, check_connector_id
 from relay_nb.errors import ConfigurationError
-from relay_nb.redaction import SECRET_OPTION_PATTERN
+from relay_nb.redaction import option_secrets
 
 __all__ = [
     "ENV_REFERENCE",
@@ -234,7 +234,8 @@ def _env_key(key: str) -> str:
 
 def _inline_url_secret(url: str) -> bool:
     """Whether ``url`` carries a password (``user:password@``) or a secret-looking option
-    (``?password=``, ``?api_key=``) written as a value rather than a ``${VAR}``.
+    (``?password=``, ``?api_key=``, ``authMechanismProperties=AWS_SESSION_TOKEN:…``) written
+    as a value rather than a ``${VAR}``.
 
     Read without a URL parser: ``${VAR}`` is not URL syntax yet, and a password may hold a
     ``/``, so the userinfo is everything before the last ``@`` ahead of the query.
@@ -249,7 +250,7 @@ def _inline_url_secret(url: str) -> bool:
             return True
     for pair in query.split("&"):
         key, _, value = pair.partition("=")
-        if value and SECRET_OPTION_PATTERN.search(key) and not ENV_REFERENCE.fullmatch(value):
+        if any(not ENV_REFERENCE.fullmatch(secret) for secret in option_secrets(key, value)):
             return True
     return False
 

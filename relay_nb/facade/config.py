@@ -19,7 +19,8 @@ The file is read at ``%load_ext relay_nb`` (from the working directory, or the p
 
 Order of checks, so nothing half-applies: the JSON parses; no secret is written inline
 (:func:`~relay_nb.connectors.specs.check_no_inline_secrets`); every ``${VAR}`` is set (a
-missing one is named with its place in the file); pydantic validates the result; only then
+missing one is named with its place in the file; in a URL's ``user:password@`` or query the
+value is percent-encoded); pydantic validates the result; only then
 are connectors built — and if one cannot be, those already built are closed again.
 """
 
@@ -31,6 +32,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
@@ -135,8 +137,14 @@ def build_connectors(config: RelayConfig) -> list[Connector]:
 
 
 def _substitute(value: Any, label: str, path: tuple[str | int, ...]) -> Any:
-    """``${VAR}`` → the variable's value in every string; a missing one fails loudly."""
+    """``${VAR}`` → the variable's value in every string; a missing one fails loudly.
+
+    In a URL's ``user:password@`` and its query the value is percent-encoded: a password
+    holding ``/``, ``@`` or ``&`` would otherwise be read as part of the host, the path or
+    another option — and an error naming that "host" would show a piece of the password.
+    """
     if isinstance(value, str):
+        encoded = _encoded_spans(value)
 
         def replace(match: re.Match[str]) -> str:
             name = match.group(1)
@@ -149,6 +157,8 @@ def _substitute(value: Any, label: str, path: tuple[str | int, ...]) -> Any:
                 )
             if _SECRET_NAME.search(name) and found:
                 register_secret(found)
+            if any(start <= match.start() < end for start, end in encoded):
+                return quote(found, safe="")
             return found
 
         return ENV_REFERENCE.sub(replace, value)
@@ -157,6 +167,26 @@ def _substitute(value: Any, label: str, path: tuple[str | int, ...]) -> Any:
     if isinstance(value, dict):
         return {key: _substitute(item, label, (*path, key)) for key, item in value.items()}
     return value
+
+
+def _encoded_spans(template: str) -> list[tuple[int, int]]:
+    """Where a URL template's ``${VAR}`` values must be percent-encoded: the userinfo
+    (``scheme://user:${PASSWORD}@host``) and the query (``?password=${PASSWORD}``). Read
+    before substitution, so no value can move these boundaries."""
+    scheme = template.find("://")
+    if scheme < 0:
+        return []
+    start = scheme + 3
+    ends = [i for i in (template.find(c, start) for c in "/?#") if i != -1]
+    authority_end = min(ends, default=len(template))
+    spans = []
+    at = template.rfind("@", start, authority_end)
+    if at != -1:
+        spans.append((start, at))
+    query = template.find("?", start)
+    if query != -1:
+        spans.append((query, len(template)))
+    return spans
 
 
 def _where(path: tuple[str | int, ...]) -> str:

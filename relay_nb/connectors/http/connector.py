@@ -34,7 +34,7 @@ from relay_nb.connectors.http.operations import render_operations
 from relay_nb.connectors.http.paths import check_path, check_resolved, parse_base_url
 from relay_nb.connectors.results import QueryResult
 from relay_nb.errors import ConfigurationError, QueryExecutionError, RelayError, UnsafeQueryError
-from relay_nb.redaction import redact, register_secret, url_secrets
+from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
 from relay_nb.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -300,9 +300,18 @@ class HTTPConnector(Connector):
         if self._summary is None:
             with self._summary_lock:
                 if self._summary is None:
-                    document = parse_document(self._read_openapi(), source=str(self.openapi))
+                    document = parse_document(self._read_openapi(), source=self._openapi_shown)
+                    # an API may echo the credentials it was sent into its own description
+                    # (a title, an example): the summary goes into every prompt
+                    document = redact(document)
                     self._summary = summarise(document, base_path=self.base.path)
         return self._summary
+
+    @property
+    def _openapi_shown(self) -> str:
+        """The OpenAPI source as errors name it: a URL without its ``?api_key=``."""
+        source = self.openapi
+        return redact_url(source) if isinstance(source, str) else str(source)
 
     def _read_openapi(self) -> bytes:
         source = self.openapi

@@ -73,7 +73,8 @@ async def fetch(
     started = time.perf_counter()
     try:
         async with client, asyncio.timeout(timeout_s):
-            current = httpx.URL(url, params=params or None)
+            # params=None would still replace the URL's own query (an OpenAPI URL's ?api_key=)
+            current = httpx.URL(url, params=params) if params else httpx.URL(url)
             if guard is not None:
                 guard(str(current))
             for hop in range(MAX_REDIRECTS + 1):

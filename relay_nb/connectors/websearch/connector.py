@@ -147,7 +147,9 @@ class WebSearchConnector(Connector):
         started = time.perf_counter()
         status, headers, body = await self._exchange(wire)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        payload = _decode(body)
+        # providers echo: a key in an error detail, a hit's title or a tracking URL must
+        # reach neither the model nor the notebook
+        payload = redact(_decode(body))
         if not 200 <= status < 300:
             raise http_error(
                 self._spec,
