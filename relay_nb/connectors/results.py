@@ -6,6 +6,13 @@ Shared by every connector kind: SQL rows, Mongo documents and HTTP JSON records 
 The two audiences want different things: the notebook keeps every fetched row with correct
 dtypes; the model gets column names, types and the first rows within a token cap, because a
 200-row table in the prompt costs money and drowns the question.
+
+The preview's layout is data-proof: values are CSV (a value holding a line end or a quote is
+quoted, so it cannot start a line of its own, and the character budget keeps or drops whole
+records), and a column name holding a line break, a comma or a quote is written as a JSON
+string in the ``columns:`` line. Data - which someone other than the user wrote - can
+therefore never forge the row count, the column list or the "showing" line that the model
+reads as relay_nb's own.
 """
 
 from __future__ import annotations
@@ -13,13 +20,21 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["QueryResult", "build_frame", "frame_from_records", "preview_for_model"]
+__all__ = [
+    "QueryResult",
+    "build_frame",
+    "column_label",
+    "csv_records",
+    "frame_from_records",
+    "preview_for_model",
+]
 
 
 class QueryResult(BaseModel):
@@ -123,21 +138,61 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
             " (stopped at the row limit; more rows exist — aggregate or filter in the query "
             "instead of paging)"
         )
-    columns = ", ".join(f"{name} {dtype}" for name, dtype in frame.dtypes.items())
+    columns = ", ".join(f"{column_label(name)} {dtype}" for name, dtype in frame.dtypes.items())
     lines = [header, f"columns: {columns}" if columns else "columns: (none)"]
     budget = max_chars - sum(len(line) + 1 for line in lines)
     buffer = io.StringIO()
-    frame.head(max_rows).to_csv(buffer, index=False, lineterminator="\n")
+    # "\r\n" makes the writer quote a value holding either character (with "\n" alone a
+    # lone "\r" went out unquoted, and reads as a line end); records are joined with "\n"
+    frame.head(max_rows).to_csv(buffer, index=False, lineterminator="\r\n")
     shown = 0
-    csv_lines = buffer.getvalue().splitlines()
     kept: list[str] = []
-    for index, line in enumerate(csv_lines):
-        if len(line) + 1 > budget:
+    for index, record in enumerate(csv_records(buffer.getvalue(), "\r\n")):
+        if len(record) + 1 > budget:
             break
-        kept.append(line)
-        budget -= len(line) + 1
-        shown = index  # header line is index 0
+        kept.append(record)
+        budget -= len(record) + 1
+        shown = index  # the header is record 0
     lines += kept
     if shown < len(frame):
         lines.append(f"… showing {shown} of {result.row_count} rows")
     return "\n".join(lines)
+
+
+def csv_records(text: str, terminator: str = "\n") -> list[str]:
+    """CSV text whose records end with ``terminator``, split into whole records.
+
+    A terminator inside a quoted value does not end its record, so the budget keeps or drops
+    a row whole - never half a quoted value, which would swallow what follows. Only the
+    terminator splits (``str.splitlines`` would also split at ``\\x85`` or U+2028 inside a
+    value the writer left unquoted, and turn it into a line of its own). A record is complete
+    when it holds an even number of quote characters: the writer doubles every quote inside a
+    value.
+    """
+    records: list[str] = []
+    pending: list[str] = []
+    quotes = 0
+    for piece in text.split(terminator):
+        pending.append(piece)
+        quotes += piece.count('"')
+        if quotes % 2 == 0:
+            records.append(terminator.join(pending))
+            pending, quotes = [], 0
+    if pending:
+        records.append(terminator.join(pending))
+    if records and records[-1] == "":
+        records.pop()  # the writer's final line end
+    return records
+
+
+_PLAIN_LABEL = re.compile(r'[^\x00-\x1f\x7f-\x9f\u2028\u2029,"]+')
+
+
+def column_label(name: Any) -> str:
+    """A column name for the preview's ``columns:`` line: as is when plain, else a JSON string
+    (so a line break, comma or quote in it cannot break the line; see the module docstring)."""
+    text = str(name)
+    if _PLAIN_LABEL.fullmatch(text) and text == text.strip():
+        return text
+    quoted = json.dumps(text, ensure_ascii=False)
+    return quoted.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

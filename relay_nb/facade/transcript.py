@@ -5,11 +5,19 @@ so that nbval can compare a re-executed notebook with the saved one, and a diff 
 shows what changed in the *answer*: no turn ids, no timings, no paths. What stays: the
 question, each tool call with its SQL and how it ended, the first rows of each result, the
 answer, and what the turn cost.
+
+Plain text is not inert everywhere it is shown: a terminal (the CLI, ``jupyter console``)
+acts on control sequences, so a row or an answer carrying ``ESC ] 8 ;; URL`` would print a
+clickable hyperlink to anywhere, ``ESC [ 2J`` would clear the screen and a carriage return or
+a right-to-left override would make a line read differently from what it holds. Every
+control character except newline and tab, and every bidirectional override, is therefore
+written as a visible escape (``\x1b``, ``\u202e``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -18,11 +26,19 @@ from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.runtime.types import Usage
 
-__all__ = ["TEXT_PREVIEW_ROWS", "describe_usage", "sql_of", "status_of", "turn_text"]
+__all__ = [
+    "TEXT_PREVIEW_ROWS",
+    "describe_usage",
+    "sql_of",
+    "status_of",
+    "turn_text",
+    "visible_controls",
+]
 
 TEXT_PREVIEW_ROWS = 5
 _MAX_LINE = 160
 _MAX_QUERY_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def turn_text(
@@ -51,7 +67,18 @@ def turn_text(
     if turn.finish_reason != "stop":
         lines.append(f"stopped: {turn.finish_reason}")
     lines.append(describe_usage(turn.usage, turn.model, calls=_model_calls(turn)))
-    return "\n".join(lines)
+    return visible_controls("\n".join(lines))
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with terminal-active characters as visible escapes (see the module docstring);
+    Windows line ends become plain newlines first."""
+    return _CONTROL.sub(_escape, text.replace("\r\n", "\n"))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str:

