@@ -4,9 +4,11 @@ The guard is the first wall; this module is the second, so that a guard bug stil
 write. Every dialect gets the strongest read-only mode its driver offers:
 
 - SQLite: opened ``mode=ro`` when the engine is built from a file URL, plus
-  ``PRAGMA query_only`` on every call; time bounded by a progress handler.
+  ``PRAGMA query_only`` and no attachable database (ATTACH, VACUUM INTO) on every call; time
+  bounded by a progress handler.
 - PostgreSQL: ``default_transaction_read_only`` at connect, ``SET TRANSACTION READ ONLY`` and
-  ``SET LOCAL statement_timeout`` per call, cancelled through the driver's cancel request.
+  ``SET LOCAL statement_timeout`` per call, the statement prepared (psycopg 3) so that a
+  stacked ``COMMIT; …`` cannot run; cancelled through the driver's cancel request.
 - MySQL/MariaDB: a read-only session (so DDL, which commits implicitly, is refused too) and
   ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
   ``max_statement_time`` (MariaDB), reset after the call; cancelled with ``KILL QUERY``.
@@ -257,7 +259,7 @@ def run_read_only(
         try:
             if cancel.cancelled:  # a cancel that came before the statement: never start it
                 raise QueryCancelled(cancel.reason)
-            cursor.execute(sql)
+            _execute_one(backend, engine, cursor, sql)
             columns = [d[0] for d in cursor.description or ()]
             rows = [tuple(r) for r in cursor.fetchmany(max_rows)] if columns else []
         finally:
@@ -274,6 +276,20 @@ def run_read_only(
         timer.cancel()
         discard = cancel.fired or (not clean and backend in ("mysql", "mariadb"))
         _end(backend, engine, raw, discard=discard)
+
+
+def _execute_one(backend: str, engine: Engine, cursor: Any, sql: str) -> None:
+    """Execute exactly one statement where the driver would otherwise run several.
+
+    psycopg 3 sends parameterless text through the simple query protocol, which runs every
+    statement in it: ``SELECT 1; COMMIT; …`` would end the read-only transaction for a role
+    that may write. A prepared statement (extended protocol) refuses a second statement, so
+    this wall holds even if the guard had let the text through.
+    """
+    if backend == "postgresql" and engine.dialect.driver == "psycopg":
+        cursor.execute(sql, prepare=True)
+    else:
+        cursor.execute(sql)
 
 
 def open_connection(engine: Engine) -> Connection:
@@ -369,6 +385,8 @@ def _begin_read_only(
             raw.info["relay_length_before"] = driver.setlimit(
                 sqlite3.SQLITE_LIMIT_LENGTH, _SQLITE_MAX_VALUE_BYTES
             )
+            # ATTACH and VACUUM INTO create files even under query_only: allow no attachment
+            raw.info["relay_attached_before"] = driver.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
             deadline = time.monotonic() + timeout_s
 
             def past_deadline() -> int:
@@ -427,6 +445,9 @@ def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
             before = raw.info.pop("relay_length_before", None)
             if before is not None:
                 raw.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before)
+            attached = raw.info.pop("relay_attached_before", None)
+            if attached is not None:
+                raw.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, attached)
             if not raw.info.pop("relay_query_only_before", True):
                 raw.driver_connection.execute("PRAGMA query_only = OFF")
     except Exception:
