@@ -1,13 +1,23 @@
-"""Run benchmarks by name (default: all) and write benchmarks/results/latest.json."""
+"""``python -m benchmarks [name...]``: run benchmarks (default: all), merge their results into
+``benchmarks/results/latest.json`` and regenerate the README's Performance table from it.
+
+``python -m benchmarks --report`` only regenerates the table. Each benchmark prints its own
+table of medians and ratios; the wall time of each is recorded too (``meta.seconds``), and
+``meta.suite_seconds`` when the whole suite ran in one command.
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import platform
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+from benchmarks import report
 
 BENCHMARKS = (
     "import_time",
@@ -16,32 +26,80 @@ BENCHMARKS = (
     "fetch",
     "context",
     "agent_loop",
+    "tokens",
     "notebook",
     "dataframe_connector",
+    "concurrency",
 )
 
 
+def _cpu() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _cores() -> int:
+    """The cores this process may run on (``taskset -c 0,1`` makes it 2)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _load() -> float | None:
+    """The 1-minute load average (None where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--report"]:
+        return report.main()
     names = argv or list(BENCHMARKS)
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
         print(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}", file=sys.stderr)
+        print("or --report to regenerate the README table from the last results", file=sys.stderr)
         return 2
+    out = report.LATEST
+    previous = json.loads(out.read_text()) if out.exists() else {}
     results: dict[str, object] = {}
+    seconds: dict[str, float] = {}
+    load_start = _load()
+    suite_started = time.perf_counter()
     for name in names:
-        print(f"== {name}")
+        print(f"== {name}", flush=True)
+        started = time.perf_counter()
         results[name] = importlib.import_module(f"benchmarks.{name}").run()
-    out = Path(__file__).with_name("results") / "latest.json"
-    out.parent.mkdir(exist_ok=True)
+        seconds[name] = round(time.perf_counter() - started, 1)
+        print(f"   ({seconds[name]:.1f} s)", flush=True)
+    suite_s = round(time.perf_counter() - suite_started, 1)
     # running a subset updates those entries and keeps the others' last results
-    previous = json.loads(out.read_text()).get("results", {}) if out.exists() else {}
-    results = {**previous, **results}
+    old_meta = previous.get("meta", {})
     meta = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
+        "cores": _cores(),
+        "cpu": _cpu(),
+        "seconds": {**old_meta.get("seconds", {}), **seconds},
+        "suite_seconds": suite_s
+        if set(names) == set(BENCHMARKS)
+        else old_meta.get("suite_seconds"),
+        # other processes' load skews every figure: the README says how busy the machine was
+        "load_average": [load_start, _load()],
     }
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
-    return 0
+    data = {"meta": meta, "results": {**previous.get("results", {}), **results}}
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"== all done in {suite_s:.1f} s; results in {out}")
+    return report.main()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Fetch to DataFrame: ``SQLConnector.query`` vs ``pandas.read_sql`` on the same 1e6 rows.
 
-Both read the same table through the same driver in the same run; the connector also
-guards the SQL, runs it read-only and converts dtypes, so the ratio is the whole overhead.
+Both read the same table through the same engine in the same run, samples alternating; the
+connector also guards the SQL, runs it read-only and converts dtypes, so the ratio is the
+whole overhead.
 PostgreSQL is measured when ``RELAY_TEST_PG_ADMIN_URL`` is set (``scripts/services start``).
 """
 
@@ -41,26 +42,31 @@ _CREATE = {
 }
 
 
-def _median_s(work: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEAT):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def _seconds(work: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = work()
+    return time.perf_counter() - started, result
 
 
 def _compare(url: str, *, schemas: list[str] | None = None, table: str = "big") -> dict:
+    """Medians of ``REPEAT`` samples each, alternating (relay_nb, read_sql, relay_nb …) so
+    load from other processes hits both alike."""
     connector = SQLConnector("bench", url, schemas=schemas, row_limit=ROWS, statement_timeout_s=600)
     engine = connector.engine
     sql = f"SELECT * FROM {table}"
+    ours: list[float] = []
+    theirs: list[float] = []
     try:
-        ours = _median_s(lambda: connector.query(sql))
-        theirs = _median_s(lambda: pd.read_sql(sa.text(sql), engine))
-        rows = connector.query(sql).row_count
+        for _ in range(REPEAT):
+            seconds, result = _seconds(lambda: connector.query(sql))
+            ours.append(seconds)
+            rows = result.row_count
+            del result  # one million-row frame alive at a time
+            theirs.append(_seconds(lambda: pd.read_sql(sa.text(sql), engine))[0])
     finally:
         connector.close()
-    return {"rows": rows, "relay_nb_s": ours, "read_sql_s": theirs, "ratio": ours / theirs}
+    ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
+    return {"rows": rows, "relay_nb_s": ours_s, "read_sql_s": theirs_s, "ratio": ours_s / theirs_s}
 
 
 def _file_db(kind: str, directory: Path) -> str:

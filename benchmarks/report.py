@@ -1,0 +1,294 @@
+"""The README's Performance table, generated from ``benchmarks/results/latest.json``.
+
+One row per target of the benchmark suite: the metric, the target, what the last run
+measured (with its side-by-side baseline) and whether the target is met — and when it is
+not, one clause saying why, from the measured numbers. ``python -m benchmarks`` rewrites the
+README section between the markers after every run, ``python -m benchmarks --report``
+rewrites it alone, and ``tests/test_benchmark_report.py`` checks that the README holds
+exactly what :func:`render` makes of the committed JSON, so the two cannot drift.
+
+Standard library only: the test loads this file without running (or importing) anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["END", "START", "Row", "render", "rows", "section", "update_readme"]
+
+START = "<!-- performance:start -->"
+END = "<!-- performance:end -->"
+LATEST = Path(__file__).with_name("results") / "latest.json"
+README = Path(__file__).resolve().parents[1] / "README.md"
+SUITE_LIMIT_S = 600
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    target: str
+    measured: str
+    met: bool | None
+    """None: no target (reported only), or not measured."""
+    reason: str = ""
+    """Why a target is missed (or why there is no figure)."""
+
+    def cells(self) -> list[str]:
+        if self.met is None:
+            verdict = f"— {self.reason}".rstrip()
+        elif self.met:
+            verdict = "✓"
+        else:
+            verdict = f"✗ {self.reason}"
+        return [self.metric, self.target, self.measured, verdict]
+
+
+Results = Mapping[str, Any]
+
+
+def _get(results: Results, *path: str) -> Any:
+    value: Any = results
+    for key in path:
+        if not isinstance(value, Mapping) or value.get(key) is None:
+            return None
+        value = value[key]
+    return value
+
+
+def _missing(metric: str, target: str, benchmark: str) -> Row:
+    return Row(metric, target, "not measured", None, f"run `python -m benchmarks {benchmark}`")
+
+
+# -- one function per row ----------------------------------------------------------------------
+
+
+def _step_overhead(results: Results) -> Row:
+    metric, target = "agent step overhead vs the raw work (scripted model, SQLite)", "≤ 2 ms"
+    r = _get(results, "agent_loop", "overhead")
+    if r is None or "vs_raw_per_step_median_ms" not in r:
+        return _missing(metric, target, "agent_loop")
+    beyond = r["vs_raw_per_step_median_ms"]
+    measured = (
+        f"{beyond:.2f} ms/step (a 2-step turn with one query: "
+        f"{r['turn_minus_playback_median_ms']:.2f} ms vs `read_sql` "
+        f"{r['raw_read_sql_median_ms']:.2f} ms; the loop alone "
+        f"{r['plain']['overhead_per_step_median_ms']:.2f} ms/step; the usage ledger's durable "
+        f"append adds {r['ledger_cost_per_step_ms']:.2f} ms/step)"
+    )
+    reason = (
+        f"the tool call takes {r['plain']['tool_elapsed_median_ms']:.2f} ms vs "
+        f"{r['raw_read_sql_median_ms']:.2f} ms raw"
+    )
+    return Row(metric, target, measured, beyond <= 2.0, reason)
+
+
+def _resolution(results: Results) -> Row:
+    metric, target = "context resolution: wall / slowest source", "≤ 1.05"
+    r = _get(results, "context")
+    if r is None:
+        return _missing(metric, target, "context")
+    ratio = r["parallel_ratio"]
+    measured = (
+        f"{ratio:.3f} (5 sources, slowest {r['slowest_source_ms']:.0f} ms; with a hung source: "
+        f"{r['hung_wall_ms']:.0f} ms for its {r['hung_timeout_ms']:.0f} ms timeout)"
+    )
+    reason = f"the resolver adds {r['parallel_wall_ms'] - r['slowest_source_ms']:.1f} ms"
+    return Row(metric, target, measured, ratio <= 1.05, reason)
+
+
+def _introspection(results: Results, database: str, label: str) -> Row:
+    metric = f"schema introspection cold, 1,000 x 20, vs per-table reflection ({label})"
+    target = "≥ 4x faster"
+    r = _get(results, "introspection", database)
+    if r is None:
+        return _missing(metric, target, "introspection")
+    speedup = r["cold_speedup_vs_per_table"]
+    measured = (
+        f"{speedup:.1f}x ({r['relay_cold_ms']:.0f} vs {r['per_table_cold_ms']:.0f} ms; "
+        f"warm {r['warm_speedup_vs_per_table']:.1f}x)"
+    )
+    reason = (
+        f"relay_nb's one-pass read and 20,000 frozen models take {r['relay_cold_ms']:.0f} ms; "
+        "the per-table statements run in-process, with no round trips to save"
+        if database == "sqlite"
+        else f"relay_nb's catalog read takes {r['relay_cold_ms']:.0f} ms"
+    )
+    return Row(metric, target, measured, speedup >= 4.0, reason)
+
+
+def _tokens(results: Results, database: str, label: str) -> Row:
+    metric = f"tokens per turn vs a LangChain-style prompt ({label})"
+    target = "≤ 1/3"
+    r = _get(results, "tokens", database)
+    if r is None:
+        return _missing(metric, target, "tokens")
+    ratio = r["ratio_median"]
+    measured = (
+        f"{ratio:.2f} ({r['relay_tokens_median']:.0f} vs {r['langchain_tokens_median']:.0f} "
+        f"tokens, median of {r['questions']} questions)"
+    )
+    fixed, info = r["relay_fixed_tokens"], r["langchain_table_info_tokens"]
+    if fixed >= info:
+        reason = (
+            f"relay_nb's fixed rules and tool declarations ({fixed} tokens) outweigh LangChain's "
+            f"whole table info ({info}) on {r['relations']} relations"
+        )
+    else:
+        reason = (
+            f"relay_nb's schema takes {r['relay_tokens_median'] - fixed:.0f} tokens vs LangChain's "
+            f"{info}, and its fixed part {fixed}"
+        )
+    return Row(metric, target, measured, ratio <= 1 / 3, reason)
+
+
+_FETCH = (("sqlite", "SQLite"), ("duckdb", "DuckDB"), ("postgres", "PostgreSQL"))
+
+
+def _fetch(results: Results) -> Row:
+    metric, target = "fetch 1e6 rows to a DataFrame vs `pandas.read_sql`", "≤ 1.0"
+    r = _get(results, "fetch")
+    measured_dbs = [(label, r[key]) for key, label in _FETCH if r and r.get(key)]
+    if not measured_dbs:
+        return _missing(metric, target, "fetch")
+    measured = " · ".join(f"{label} {row['ratio']:.2f}" for label, row in measured_dbs)
+    slow = [(label, row) for label, row in measured_dbs if row["ratio"] > 1.0]
+    reason = "; ".join(
+        f"{label} {row['relay_nb_s']:.2f} s vs {row['read_sql_s']:.2f} s" for label, row in slow
+    )
+    reason += ": the guard, the read-only run and the dtype conversion cost more than they save"
+    missing = [label for key, label in _FETCH if not (r and r.get(key))]
+    if missing:
+        measured += f" ({', '.join(missing)} not measured)"
+    return Row(metric, target, measured, not slow, reason)
+
+
+def _render(results: Results) -> Row:
+    metric, target = "render a finished 1e6-row turn (cell display)", "< 50 ms"
+    r = _get(results, "notebook")
+    if r is None or "static_1e6_rows_ms" not in r:
+        return _missing(metric, target, "notebook")
+    ms = r["render_1e6_rows_ms"]
+    measured = (
+        f"{ms:.1f} ms (1e3 rows: {r['render_1e3_rows_ms']:.1f} ms; static trace alone "
+        f"{r['static_1e6_rows_ms']:.1f} ms)"
+    )
+    reason = f"the widgets cost {ms - r['static_1e6_rows_ms']:.1f} ms beyond the static trace"
+    return Row(metric, target, measured, ms < 50.0, reason)
+
+
+def _concurrency(results: Results) -> Row:
+    metric = "200 concurrent questions, `ask_many`, PostgreSQL pool (concurrency 4 / 16 / 50)"
+    target = "reported"
+    r = _get(results, "concurrency")
+    if r is None:
+        return _missing(metric, target, "concurrency")
+    levels = [r[key] for key in ("c4", "c16", "c50") if key in r]
+    throughput = " / ".join(f"{row['relay']['throughput_qps']:.0f}" for row in levels)
+    raw = " / ".join(f"{row['raw']['throughput_qps']:.0f}" for row in levels)
+    middle = r.get("c16", levels[0])["relay"]
+    errors = sum(row["relay"]["errors"] for row in levels)
+    checked_out = max(row["relay"]["pool_after"]["checked_out"] for row in levels)
+    measured = (
+        f"{throughput} q/s (raw work {raw}); at 16: p50 {middle['p50_ms']:.0f} ms, p95 "
+        f"{middle['p95_ms']:.0f} ms; {errors} errors; {checked_out} connections checked out after"
+    )
+    return Row(metric, target, measured, None, "no target")
+
+
+def _suite(meta: Results) -> Row:
+    metric, target = "the whole suite, one command", "< 10 min on 2 cores"
+    seconds = meta.get("suite_seconds")
+    if seconds is None:
+        return Row(metric, target, "not measured", None, "run `python -m benchmarks`")
+    cores = meta.get("cores")
+    measured = f"{seconds / 60:.1f} min on {cores} cores"
+    if cores != 2:
+        return Row(metric, target, measured, None, f"measured on {cores} cores, not 2")
+    slowest = sorted(meta.get("seconds", {}).items(), key=lambda item: -item[1])[:2]
+    reason = "longest: " + ", ".join(f"{name} {s:.0f} s" for name, s in slowest)
+    return Row(metric, target, measured, seconds < SUITE_LIMIT_S, reason)
+
+
+_ROWS: tuple[Callable[[Results], Row], ...] = (
+    _step_overhead,
+    _resolution,
+    lambda r: _introspection(r, "sqlite", "SQLite"),
+    lambda r: _introspection(r, "postgres", "PostgreSQL"),
+    lambda r: _tokens(r, "shop", "shop, 6 relations"),
+    lambda r: _tokens(r, "wide", "100-table warehouse"),
+    _fetch,
+    _render,
+    _concurrency,
+)
+
+
+def rows(data: Results) -> list[Row]:
+    results = data.get("results", {})
+    return [make(results) for make in _ROWS] + [_suite(data.get("meta", {}))]
+
+
+def render(data: Results) -> str:
+    """The README section between the markers (markers excluded), newline-framed."""
+    meta = data.get("meta", {})
+    when = str(meta.get("when", "?"))[:10]
+    cpu = f", {meta['cpu']}" if meta.get("cpu") else ""
+    load = [value for value in meta.get("load_average") or () if value is not None]
+    busy = (
+        f", 1-minute load average {load[0]:.1f} at the start and {load[1]:.1f} at the end"
+        if len(load) == 2
+        else ""
+    )
+    lines = [
+        "",
+        "### Performance",
+        "",
+        f"Last run {when} on {meta.get('cores', '?')} cores{cpu}, Python "
+        f"{meta.get('python', '?')}{busy}. Each figure is a median, measured side by side with its "
+        "baseline in the same run; `benchmarks/<name>.py` says exactly what is compared. "
+        "Generated from `benchmarks/results/latest.json` by `python -m benchmarks --report`.",
+        "",
+        "| metric | target | measured | met |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in rows(data):
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row.cells()) + " |")
+    lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def section(readme_text: str) -> str:
+    """What the README holds between the markers (raises if they are missing)."""
+    start = readme_text.index(START) + len(START)
+    end = readme_text.index(END, start)
+    return readme_text[start:end]
+
+
+def update_readme(data: Results, readme: Path = README) -> bool:
+    """Rewrite the section between the markers; True if the file changed."""
+    text = readme.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{readme} has no {START} … {END} section to fill")
+    start = text.index(START) + len(START)
+    end = text.index(END, start)
+    updated = text[:start] + render(data) + text[end:]
+    if updated == text:
+        return False
+    readme.write_text(updated, encoding="utf-8")
+    return True
+
+
+def main() -> int:
+    data = json.loads(LATEST.read_text(encoding="utf-8"))
+    changed = update_readme(data)
+    print(f"README.md Performance table {'updated' if changed else 'already up to date'}")
+    for row in rows(data):
+        print(f"  {row.metric}: {row.measured} -> {row.cells()[3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
