@@ -318,7 +318,9 @@ class _Turn:
 
     # -- accounting --------------------------------------------------------------------------
 
-    def account(self, result: InvocationResult, step: int, request: InvocationRequest) -> None:
+    async def account(
+        self, result: InvocationResult, step: int, request: InvocationRequest
+    ) -> None:
         """Price the call, emit ``usage``, add it to the turn total, the caps and the ledger."""
         if self.prices is None:
             self.prices = PriceTable.load()
@@ -338,7 +340,7 @@ class _Turn:
         for message in exceeded(self.limits):
             self.warn(message)
         self.emit(UsageEvent(usage=priced, model=result.model))
-        self._record(result, priced, step)
+        await self._record(result, priced, step)
 
     def _record_failure(
         self, err: InvocationError, step: int, started: float, *, aborted: bool
@@ -372,8 +374,12 @@ class _Turn:
         except Exception as exc:
             logger.warning("could not record turn %s step %d: %r", self.turn_id, step, exc)
 
-    def _record(self, result: InvocationResult, priced: Usage, step: int) -> None:
-        """Append a ledger row; accounting problems never cost the user their answer."""
+    async def _record(self, result: InvocationResult, priced: Usage, step: int) -> None:
+        """Append a ledger row; accounting problems never cost the user their answer.
+
+        The append commits durably (an fsync): on a worker thread, so the concurrent turns
+        of ``ask_many`` go on meanwhile; awaited, so the row exists when the turn returns.
+        """
         if self.ledger is None:
             return
         try:
@@ -385,7 +391,7 @@ class _Turn:
                 notebook=self.notebook,
                 usage=priced,
             )
-            self.ledger.append(row)
+            await asyncio.to_thread(self.ledger.append, row)
         except Exception as exc:
             logger.warning("could not record turn %s step %d: %r", self.turn_id, step, exc)
 
@@ -642,7 +648,7 @@ async def run_turn(
             request = turn.request([*head, *conversation])
             turn.emit(ThinkingEvent(step="calling_model"))
             result = await turn.invoke(request, step)
-            turn.account(result, step, request)
+            await turn.account(result, step, request)
             answer, calls, problems = turn.decode(result)
             if answer is not None:
                 turn.last_text = answer

@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -79,10 +80,9 @@ class PriceTable(BaseModel):
         ``as_of`` and ``source``; its entries override the base table's.
         """
         if path is None:
-            text = resources.files("relay_nb.agent").joinpath("prices.json").read_text("utf-8")
+            table = _packaged_table() if cls is PriceTable else cls.model_validate(_packaged())
         else:
-            text = Path(path).read_text("utf-8")
-        table = cls.model_validate(_parse(text))
+            table = cls.model_validate(_parse(Path(path).read_text("utf-8")))
         return table.merge_file(extra) if extra is not None else table
 
     def merge_file(self, path: str | Path) -> PriceTable:
@@ -199,3 +199,15 @@ def _norm(model_id: str) -> str:
 def _parse(text: str) -> Any:
     # floats as Decimal so "0.30" stays 0.30, not 0.299999…
     return json.loads(text, parse_float=Decimal)
+
+
+@cache
+def _packaged() -> Any:
+    return _parse(resources.files("relay_nb.agent").joinpath("prices.json").read_text("utf-8"))
+
+
+@cache
+def _packaged_table() -> PriceTable:
+    """The packaged table, read once per process: a session that prices every call with the
+    default table used to re-read and re-validate the file on every turn."""
+    return PriceTable.model_validate(_packaged())
