@@ -224,6 +224,10 @@ def _lookup(
         raise UnsafeQueryError("bad_stage", f"{where} needs a 'from' collection")
     read[check_collection(spec["from"], allowed, where=f"{where}.from")] = None
     for key, value in spec.items():
+        if not isinstance(key, str):
+            raise UnsafeQueryError("bad_request", f"{where}: keys must be strings")
+        if key.startswith("$"):  # the spec's own keys are judged like any other object's
+            _check_operator(key, f"{where}.{key}")
         if key == "pipeline":
             _check_pipeline(
                 value, f"{where}.pipeline", allowed, read, nesting=nesting + 1, depth=depth + 2

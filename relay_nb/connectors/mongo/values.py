@@ -80,6 +80,10 @@ def _loads(text: str, what: str) -> Any:
             if key in seen:
                 raise _DuplicateKey(key)
             seen.add(key)
+        if "$regex" in seen and not seen <= _LEGACY_REGEX_KEYS:
+            # the $regex query operator beside others ({"$regex": "^p", "$ne": "paid"}):
+            # json_util would read a legacy regex and silently drop every other key
+            return dict(items)
         return json_util.object_pairs_hook(items, json_util.RELAXED_JSON_OPTIONS)
 
     def constant(name: str) -> Any:
@@ -103,6 +107,10 @@ def _loads(text: str, what: str) -> Any:
             f"{what} has an invalid Extended JSON value ({_first_line(exc)}); use "
             '{"$oid": "<24 hex digits>"}, {"$date": "2025-01-31T00:00:00Z"}',
         ) from None
+
+
+_LEGACY_REGEX_KEYS = frozenset({"$regex", "$options"})
+"""The only keys of an object Extended JSON may read as a regex; with more, it is a query."""
 
 
 class _DuplicateKey(Exception):

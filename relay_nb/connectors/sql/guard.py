@@ -10,7 +10,8 @@ has none of those ambiguities, and whatever the parser did not understand is ref
 The pipeline, each step a small function::
 
     tokenize -> refuse executable comments -> one statement -> leading keyword
-      -> parse -> query root -> walk every node (statements, commands, INTO, locks, hints,
+      -> parse (again with comments as spaces, if only they split ``ORDER /* … */ BY``)
+      -> query root -> walk every node (statements, commands, INTO, locks, hints,
          variables, functions, table functions, tables with CTE scoping)
       -> tables against the allowlist -> LIMIT injected/clamped -> generate
     then the same pipeline again over the generated text, which must reproduce it exactly
@@ -246,13 +247,52 @@ def _parse(sql: str, statement: list[Token], engine: Dialect) -> exp.Expr:
     try:
         trees = engine.parser(error_level=ErrorLevel.IMMEDIATE).parse(statement, sql)
     except ParseError as error:
-        _refuse_parse_failure(error, statement)
+        retried = _parse_without_comments(sql, statement, engine)
+        if retried is None:
+            _refuse_parse_failure(error, statement)
+        trees = retried
     except Exception as error:  # a sqlglot bug is still a rejection, never a pass
         _refuse("parse_error", f"the query could not be parsed ({type(error).__name__})")
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         _refuse("multiple_statements", "send exactly one SELECT query")
     return trees[0]
+
+
+def _parse_without_comments(
+    sql: str, statement: Sequence[Token], engine: Dialect
+) -> list[exp.Expr | None] | None:
+    """The parse of the statement with every comment replaced by one space, or ``None``.
+
+    sqlglot reads ``ORDER BY``, ``GROUP BY`` or ``PARTITION BY`` as one keyword only when
+    whitespace separates the words, so ``ORDER /* newest first */ BY`` is a parse error
+    although every database reads a comment as whitespace. The retry is used only when its
+    tokens spell exactly the original tokens' text, word for word: replacing a comment must
+    merge keywords and nothing else (in MySQL, ``1--/**/1`` would become ``1-- 1``, a
+    comment). Executable comments were refused before, and hints are tokens, not comments.
+    """
+    pieces: list[str] = []
+    commented = False
+    for previous, token in zip([None, *statement], statement, strict=False):
+        if previous is not None:
+            gap = sql[previous.end + 1 : token.start]
+            commented = commented or bool(gap.strip())
+            pieces.append(" " if gap.strip() else gap)
+        pieces.append(sql[token.start : token.end + 1])
+    if not commented:
+        return None
+    text = "".join(pieces)
+    try:
+        tokens = engine.tokenize(text)
+        if _words(text, tokens) != _words(sql, statement):
+            return None
+        return engine.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)
+    except Exception:  # the original parse error stands
+        return None
+
+
+def _words(sql: str, tokens: Sequence[Token]) -> list[str]:
+    return [word for token in tokens for word in sql[token.start : token.end + 1].split()]
 
 
 def _refuse_parse_failure(error: ParseError, statement: Sequence[Token]) -> NoReturn:
