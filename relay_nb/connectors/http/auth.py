@@ -24,8 +24,8 @@ from relay_nb.redaction import is_secret_name, register_secret
 
 __all__ = ["HTTPAuth", "InlineSecretWarning", "auth_headers", "check_extra_headers", "coerce_auth"]
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # used with fullmatch
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")  # fullmatch: `$` allows "\n"
 # set by httpx from the URL and body; an override could retarget or desync the request
 _RESERVED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"}
@@ -67,7 +67,7 @@ class HTTPAuth(BaseModel):
                 register_secret(secret)
         for name in ("token_env", "username_env", "password_env"):
             value = getattr(self, name)
-            if value is not None and not _ENV_NAME.match(value):
+            if value is not None and not _ENV_NAME.fullmatch(value):
                 raise ValueError(
                     f"{name} must be the name of an environment variable (e.g. "
                     "'SHOP_API_TOKEN'), not the secret itself"
@@ -80,7 +80,7 @@ class HTTPAuth(BaseModel):
             _one_of(self, "token_env", "token")
             _none_of(self, self.type, ("username_env", "username", "password_env", "password"))
             if self.type == "header":
-                if not self.header or not _HEADER_NAME.match(self.header):
+                if not self.header or not _HEADER_NAME.fullmatch(self.header):
                     raise ValueError("type='header' needs header='<Header-Name>', e.g. 'X-API-Key'")
                 _check_header_name(self.header)
             elif self.header is not None:
@@ -186,7 +186,7 @@ def check_extra_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         raise ConfigurationError("headers must be a dict of header name to value")
     checked: dict[str, str] = {}
     for name, value in headers.items():
-        if not isinstance(name, str) or not _HEADER_NAME.match(name):
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
             raise ConfigurationError(
                 f"header name {name!r} is not valid; use letters, digits and '-', e.g. 'X-Tenant'"
             )
@@ -194,6 +194,10 @@ def check_extra_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         if not isinstance(value, str) or any(ch in value for ch in "\r\n\0"):
             raise ConfigurationError(
                 f"header {name!r} must have a one-line string value (no line breaks)"
+            )
+        if not value.isascii():  # HTTP sends header values as ASCII; httpx fails on every call
+            raise ConfigurationError(
+                f"header {name!r} must be ASCII text; percent-encode or transliterate the value"
             )
         if _is_secret_header(name):
             register_secret(value)

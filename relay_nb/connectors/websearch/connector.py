@@ -58,7 +58,7 @@ logger = logging.getLogger("relay_nb.connectors.websearch")
 MAX_RESULTS = 20
 """Every provider's own ceiling per request (Tavily, Brave: 20)."""
 _MAX_BODY_BYTES = 4_000_000
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # used with fullmatch
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
@@ -297,7 +297,7 @@ def _provider(provider: Any) -> Provider:
 def _key_env(api_key_env: str | None, provider: Provider) -> str:
     if api_key_env is None:
         return provider.key_env
-    if not isinstance(api_key_env, str) or not _ENV_NAME.match(api_key_env):
+    if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
         if isinstance(api_key_env, str):
             register_secret(api_key_env)  # it may be the key itself: never echo it
         raise ConfigurationError(

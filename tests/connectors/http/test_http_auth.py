@@ -184,6 +184,8 @@ def test_bad_auth_specs_say_how_to_fix_them(auth: Any, words: str, api: LiveServ
         ({"Content-Length": "0"}, "cannot be overridden"),
         ({"X-Note": "a\r\nInjected: 1"}, "one-line"),
         ({"X Bad": "1"}, "not valid"),
+        ({"X-Tenant\n": "a"}, "not valid"),  # `$` in a pattern matches before a final \n
+        ({"X-Tenant": "Zürich"}, "must be ASCII"),  # httpx would fail every call instead
         ({"X-Count": 3}, "one-line string"),
         (["X-Tenant", "acme"], "dict"),
     ],

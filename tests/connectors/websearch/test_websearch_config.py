@@ -44,6 +44,11 @@ def test_a_key_passed_as_api_key_env_is_refused_without_echoing_it() -> None:
     assert "'TAVILY_API_KEY'" in message and key not in message
 
 
+def test_a_variable_name_with_a_trailing_newline_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="environment variable"):
+        WebSearchConnector(api_key_env="TAVILY_API_KEY\n")
+
+
 @pytest.mark.parametrize(
     "pasted", ["0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c", "BSAxK29dPq7LmN4RtY"]
 )
