@@ -20,6 +20,8 @@ from relay_nb import ConfigurationError, SQLConnector
             "postgresql+psycopg://USER@HOST/DB",
         ),
         ("mssql+pyodbc://u:hunter2@h/db", "install the 'pyodbc' package"),
+        # a password with ':' or '@' left unencoded turns part of it into the "port"
+        ("postgresql+psycopg://u:hun@ter2@h:5x/db", "the database URL's port is not a number"),
     ],
 )
 def test_bad_urls_and_missing_drivers_say_the_fix(url: str, expected: str) -> None:

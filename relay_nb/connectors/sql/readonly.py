@@ -198,6 +198,11 @@ def parse_url(url: str | URL) -> URL:
             "not a database URL; use a SQLAlchemy URL such as sqlite:///path/to/file.db or "
             "postgresql+psycopg://USER@HOST/DB"
         ) from None
+    except ValueError:  # SQLAlchemy's int() of the port
+        raise ConfigurationError(
+            "the database URL's port is not a number; write it as HOST:PORT, e.g. "
+            "postgresql+psycopg://USER@127.0.0.1:5432/DB (percent-encode ':' or '@' in a password)"
+        ) from None
     return parsed
 
 
