@@ -19,7 +19,9 @@ The pipeline, each step a small function::
 Every refusal is ``UnsafeQueryError(rule, message)``; the rule names are in :data:`RULES` and
 are stable, the message tells the model what to change; it may name the offending table or
 function and, for a parse error, up to 30 characters around it — never the whole query. The
-policy (which names and node types) is data, in :mod:`relay_nb.connectors.sql.guard_rules`.
+policy (which names and node types) is data, in :mod:`relay_nb.connectors.sql.guard_rules`;
+the steps before a tree exists (text, tokens, one statement, parsing) are in
+:mod:`relay_nb.connectors.sql.guard_text`.
 """
 
 from __future__ import annotations
@@ -28,15 +30,14 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import NoReturn
 
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
-from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.errors import ErrorLevel
 
 from relay_nb.connectors.sql import guard_rules as rules
+from relay_nb.connectors.sql import guard_text
 from relay_nb.connectors.sql.guard_limit import apply_limit
 from relay_nb.errors import ConfigurationError, UnsafeQueryError
 
@@ -107,12 +108,12 @@ def _guard_once(
     if row_limit < 1:
         raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
     engine = _dialect(dialect)
-    _refuse_unreadable_text(sql)
-    tokens = _tokenize(sql, engine)
-    _refuse_executable_comments(sql, tokens)
-    statement = _single_statement(tokens)
-    _refuse_leading_keyword(statement[0])
-    tree = _parse(sql, statement, engine)
+    guard_text.refuse_unreadable_text(sql)
+    tokens = guard_text.tokenize(sql, engine)
+    guard_text.refuse_executable_comments(sql, tokens)
+    statement = guard_text.single_statement(tokens)
+    guard_text.refuse_leading_keyword(statement[0])
+    tree = guard_text.parse_statement(sql, statement, engine)
     query = _query_root(tree)
     facts = _walk(tree, engine, _family(dialect))
     _raise_first(facts.violations)
@@ -134,10 +135,6 @@ def _guard_once(
 # Small helpers
 
 
-def _refuse(rule: str, message: str) -> NoReturn:
-    raise UnsafeQueryError(rule, message)
-
-
 @lru_cache(maxsize=64)
 def _dialect(name: str) -> Dialect:
     try:
@@ -151,163 +148,6 @@ def _family(dialect: str) -> str:
     return rules.DIALECT_FAMILIES.get(dialect.lower(), "")
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-def _fold(name: str) -> str:
-    """ASCII-only lowercasing: Unicode case mapping would turn the Kelvin sign into ``k``.
-
-    Databases fold identifiers in ASCII only, so ``str.lower`` could make a homoglyph name
-    match an allowed one that the database would never resolve it to.
-    """
-    return name.translate(_ASCII_LOWER)
-
-
-def _short(text: str, size: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= size else text[: size - 1] + "…"
-
-
-# --------------------------------------------------------------------------------------------
-# Tokens: comments, statements, leading keyword
-
-
-def _refuse_unreadable_text(sql: str) -> None:
-    """Refuse what drivers would not read as the guard did: a NUL ends a C string (libpq)."""
-    if "\x00" in sql:
-        _refuse("parse_error", "the query contains a NUL character; remove it")
-    if len(sql) > rules.MAX_SQL_CHARS:
-        _refuse("parse_error", f"the query is longer than {rules.MAX_SQL_CHARS} characters")
-
-
-def _tokenize(sql: str, engine: Dialect) -> list[Token]:
-    try:
-        return engine.tokenize(sql)
-    except SqlglotError:
-        _refuse("parse_error", "could not tokenise: unterminated string, identifier or comment?")
-
-
-def _refuse_executable_comments(sql: str, tokens: Sequence[Token]) -> None:
-    """Refuse ``/*! … */`` and ``/*M! … */`` wherever they are comments, not string content.
-
-    MySQL and MariaDB execute the body of these "comments"; sqlglot (rightly, for parsing)
-    drops them, so the tree would not show what the server runs. The text *between* tokens is
-    exactly the whitespace and comments, so only those gaps are searched: ``'/*!'`` inside a
-    string literal or quoted identifier is data and passes.
-    """
-    position = 0
-    for token in tokens:
-        if rules.EXECUTABLE_COMMENT.search(sql, position, token.start):
-            break
-        position = token.end + 1
-    else:
-        if not rules.EXECUTABLE_COMMENT.search(sql, position):
-            return
-    _refuse(
-        "executable_comment",
-        "MySQL executable comments (/*! … */, /*M! … */) run as code; write the SQL without them",
-    )
-
-
-def _single_statement(tokens: Sequence[Token]) -> list[Token]:
-    """Split on semicolon tokens (never inside strings or comments); exactly one may remain."""
-    statements: list[list[Token]] = [[]]
-    for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
-            statements.append([])
-        else:
-            statements[-1].append(token)
-    non_empty = [s for s in statements if s]
-    if not non_empty:
-        _refuse("parse_error", "the query is empty; send one SELECT statement")
-    if len(non_empty) > 1:
-        _refuse("multiple_statements", f"found {len(non_empty)} statements; send exactly one")
-    return non_empty[0]
-
-
-def _refuse_leading_keyword(first: Token) -> None:
-    """A fast first verdict that names the rule; the parsed tree remains the authority."""
-    word = (first.text.upper().split() or [""])[0]  # sqlglot has multi-word tokens
-    if word in rules.ALLOWED_LEADING_KEYWORDS:
-        return
-    if word in rules.STATEMENT_KEYWORDS:
-        _refuse("forbidden_statement", f"{word} changes data or schema; only SELECT may run")
-    if word in rules.COMMAND_KEYWORDS:
-        _refuse("forbidden_command", f"{word} is a command, not a query; only SELECT may run")
-    _refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
-
-
-# --------------------------------------------------------------------------------------------
-# Parsing
-
-
-def _parse(sql: str, statement: list[Token], engine: Dialect) -> exp.Expr:
-    """Parse the one statement; any failure is a rejection (fail closed)."""
-    try:
-        trees = engine.parser(error_level=ErrorLevel.IMMEDIATE).parse(statement, sql)
-    except ParseError as error:
-        retried = _parse_without_comments(sql, statement, engine)
-        if retried is None:
-            _refuse_parse_failure(error, statement)
-        trees = retried
-    except Exception as error:  # a sqlglot bug is still a rejection, never a pass
-        _refuse("parse_error", f"the query could not be parsed ({type(error).__name__})")
-    trees = [t for t in trees if t is not None]
-    if len(trees) != 1:
-        _refuse("multiple_statements", "send exactly one SELECT query")
-    return trees[0]
-
-
-def _parse_without_comments(
-    sql: str, statement: Sequence[Token], engine: Dialect
-) -> list[exp.Expr | None] | None:
-    """The parse of the statement with every comment replaced by one space, or ``None``.
-
-    sqlglot reads ``ORDER BY``, ``GROUP BY`` or ``PARTITION BY`` as one keyword only when
-    whitespace separates the words, so ``ORDER /* newest first */ BY`` is a parse error
-    although every database reads a comment as whitespace. The retry is used only when its
-    tokens spell exactly the original tokens' text, word for word: replacing a comment must
-    merge keywords and nothing else (in MySQL, ``1--/**/1`` would become ``1-- 1``, a
-    comment). Executable comments were refused before, and hints are tokens, not comments.
-    """
-    pieces: list[str] = []
-    commented = False
-    for previous, token in zip([None, *statement], statement, strict=False):
-        if previous is not None:
-            gap = sql[previous.end + 1 : token.start]
-            commented = commented or bool(gap.strip())
-            pieces.append(" " if gap.strip() else gap)
-        pieces.append(sql[token.start : token.end + 1])
-    if not commented:
-        return None
-    text = "".join(pieces)
-    try:
-        tokens = engine.tokenize(text)
-        if _words(text, tokens) != _words(sql, statement):
-            return None
-        return engine.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)
-    except Exception:  # the original parse error stands
-        return None
-
-
-def _words(sql: str, tokens: Sequence[Token]) -> list[str]:
-    return [word for token in tokens for word in sql[token.start : token.end + 1].split()]
-
-
-def _refuse_parse_failure(error: ParseError, statement: Sequence[Token]) -> NoReturn:
-    words = [t.text.upper() for t in statement]
-    if "INTO" in words:  # MySQL's trailing INTO OUTFILE/DUMPFILE/@var is a parse error here
-        _refuse(*rules.STRUCTURAL_REFUSALS["into"][1:])
-    detail = error.errors[0] if error.errors else {}
-    description = str(detail.get("description") or "invalid syntax")
-    near = _short(str(detail.get("highlight") or ""), 30)
-    where = f" near {near!r}" if near else ""
-    line, col = detail.get("line"), detail.get("col")
-    position = f" (line {line}, col {col})" if line else ""
-    _refuse("parse_error", f"{_short(description, 120)}{where}{position}; fix the syntax")
-
-
 def _query_root(tree: exp.Expr) -> exp.Query:
     """The node that carries the outermost LIMIT: a SELECT, a set operation or ``(…)``."""
     node = tree
@@ -316,10 +156,12 @@ def _query_root(tree: exp.Expr) -> exp.Query:
     if isinstance(node, exp.Select | exp.SetOperation | exp.Subquery):
         return node
     if isinstance(node, rules.COMMAND_NODES):
-        _refuse("forbidden_command", f"{_node_word(node)} is a command; only SELECT may run")
+        guard_text.refuse(
+            "forbidden_command", f"{_node_word(node)} is a command; only SELECT may run"
+        )
     if isinstance(node, _STATEMENT_CLASSES):
-        _refuse("forbidden_statement", f"{_node_word(node)} changes data or schema")
-    _refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
+        guard_text.refuse("forbidden_statement", f"{_node_word(node)} changes data or schema")
+    guard_text.refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
 
 
 def _bare(subquery: exp.Subquery) -> bool:
@@ -429,12 +271,12 @@ def _identifier_key(identifier: exp.Expr, strategy: NormalizationStrategy) -> st
     if strategy is NormalizationStrategy.CASE_SENSITIVE:
         return name
     if strategy in _ALWAYS_FOLDED:
-        return _fold(name)
+        return guard_text.fold(name)
     if quoted:
         return name
     if strategy is NormalizationStrategy.UPPERCASE:
-        return name.translate(_ASCII_UPPER)
-    return _fold(name)
+        return guard_text.upper(name)
+    return guard_text.fold(name)
 
 
 def _note_table(
@@ -453,7 +295,7 @@ def _note_table(
     if bare and not table.args.get("catalog"):
         if _identifier_key(this, strategy) in visible:
             return  # a CTE in scope
-        if not this.quoted and _fold(this.name) in rules.PSEUDO_TABLES.get(family, ()):
+        if not this.quoted and guard_text.fold(this.name) in rules.PSEUDO_TABLES.get(family, ()):
             # MySQL's DUAL is no table; sqlglot would quote it as `dual`, which is one
             table.set("this", exp.Var(this=this.name))
             return
@@ -521,9 +363,9 @@ _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 def _function_names(node: exp.Func) -> tuple[str, ...]:
     """Lowercased names a call is known by: as written for unknown functions, else sqlglot's."""
     if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
-        return (_fold(node.name),)
+        return (guard_text.fold(node.name),)
     cls = type(node)
-    return (*(_fold(n) for n in cls.sql_names()), cls.key)
+    return (*(guard_text.fold(n) for n in cls.sql_names()), cls.key)
 
 
 def _check_function(node: exp.Func, family: str, facts: _Facts) -> None:
@@ -578,7 +420,7 @@ def _function_verdict(node: exp.Func, names: tuple[str, ...]) -> tuple[str, str]
 def _raise_first(violations: list[_Violation]) -> None:
     if violations:
         worst = min(violations)
-        _refuse(worst.rule, worst.message)
+        guard_text.refuse(worst.rule, worst.message)
 
 
 def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
@@ -588,7 +430,7 @@ def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
     and MySQL with case-sensitive table names does too; comparing them case-insensitively
     would let a quoted ``"Customers"`` read a table the allowlist never named.
     """
-    return _fold(name) if strategy in _ALWAYS_FOLDED else name
+    return guard_text.fold(name) if strategy in _ALWAYS_FOLDED else name
 
 
 def _allowlist(
@@ -621,14 +463,17 @@ def _resolve_table(
 ) -> str:
     raw = table.name
     if not isinstance(table.this, exp.Identifier):
-        _refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+        guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
     if table.args.get("catalog"):
-        _refuse("table_not_allowed", f"{_short(raw)}: use schema.table, not database.schema.table")
+        guard_text.refuse(
+            "table_not_allowed",
+            f"{guard_text.short(raw)}: use schema.table, not database.schema.table",
+        )
     name = _identifier_key(table.this, strategy)
     db = table.args.get("db")
     schema = _identifier_key(db, strategy) if isinstance(db, exp.Identifier) else None
     if db is not None and schema is None:
-        _refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+        guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
     candidates: list[tuple[str | None, str]]
     if schema is None:
         candidates = [(default, name), (None, name)]
@@ -640,9 +485,17 @@ def _resolve_table(
         if (candidate_schema, candidate_name) in allowed:
             return f"{candidate_schema}.{candidate_name}" if candidate_schema else candidate_name
     if rules.PATH_LIKE_TABLE.search(raw):  # DuckDB would scan the file: say so
-        _refuse("file_access", "files and URLs cannot be read as tables; use the allowed tables")
-    shown = f"{_short(db.name)}.{_short(raw)}" if db is not None else _short(raw)
-    _refuse("table_not_allowed", f"{shown} is not a table you may read; use the schema's tables")
+        guard_text.refuse(
+            "file_access", "files and URLs cannot be read as tables; use the allowed tables"
+        )
+    shown = (
+        f"{guard_text.short(db.name)}.{guard_text.short(raw)}"
+        if db is not None
+        else guard_text.short(raw)
+    )
+    guard_text.refuse(
+        "table_not_allowed", f"{shown} is not a table you may read; use the schema's tables"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -674,7 +527,7 @@ def _refuse_unfaithful_output(
     except UnsafeQueryError:
         second = None
     if second is None or second.sql != first.sql or second.limit != first.limit:
-        _refuse(
+        guard_text.refuse(
             "unfaithful_rewrite",
             "the query could not be re-serialised so that it means the same; rewrite it "
             "with plain SQL (no unusual functions, operators or names)",
@@ -691,7 +544,7 @@ def _generate(tree: exp.Expr, engine: Dialect) -> str:
         options = {"comments": False, "normalize_functions": False}
         return engine.generate(tree, copy=False, unsupported_level=ErrorLevel.RAISE, **options)
     except Exception as error:  # UnsupportedError, or a generator bug: never run a guess
-        _refuse(
+        guard_text.refuse(
             "parse_error",
             f"the query uses syntax that cannot be reproduced safely ({type(error).__name__})",
         )
