@@ -21,9 +21,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, MutableMapping, Sequence
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.caps import Reservation, UsageCaps, UsageLimit, exceeded, plan_call
@@ -40,9 +38,10 @@ from relay_nb.agent.events import (
 )
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
 from relay_nb.agent.next_step import NEXT_STEP, decode_next_step, next_step_spec
-from relay_nb.agent.pricing import PriceTable, price_usage
+from relay_nb.agent.pricing import PriceTable, price_usage, usage_with_estimates
 from relay_nb.agent.prompt import assemble_system_prompt
 from relay_nb.agent.tool_calls import ToolOutcome, execute_calls
+from relay_nb.agent.turn_result import FinishReason, TurnResult
 from relay_nb.context import ContextRequest, ContextResolver, allocate_budget
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
@@ -56,7 +55,6 @@ from relay_nb.runtime.types import (
     ToolChoice,
     ToolSpec,
     Usage,
-    estimate_output_tokens,
     estimate_request_tokens,
 )
 from relay_nb.tools import Tool
@@ -65,57 +63,8 @@ __all__ = ["FinishReason", "ToolOutcome", "TurnResult", "run_turn"]
 
 logger = logging.getLogger("relay_nb.agent")
 
-FinishReason = Literal["stop", "max_steps", "error", "cancelled", "usage_cap"]
 MAX_RETRY_WAIT_S = 30.0
 """A provider asking for a longer pause gets a failed turn that says so, not a frozen cell."""
-
-
-class TurnResult(BaseModel):
-    """Everything a turn produced; ``usage`` is the priced sum over all model calls."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    answer: str
-    finish_reason: FinishReason
-    question: str = ""
-    turn_id: str = ""
-    events: list[Event] = Field(default_factory=list)
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_results: list[ToolOutcome] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    steps: int = 0
-    model: str = ""
-    warnings: list[str] = Field(default_factory=list)
-    messages: list[Message] = Field(default_factory=list)
-    """This turn's messages — the question, the model's calls and replies, the tool results —
-    in order, each call followed by its result; append them to the history for the next
-    turn. (Not the whole conversation: a long session would keep one copy per turn.)"""
-
-    @property
-    def artifacts(self) -> list[Any]:
-        """The non-empty tool artifacts, in call order (e.g. QueryResults)."""
-        return [r.artifact for r in self.tool_results if r.artifact is not None]
-
-    @property
-    def frames(self) -> list[Any]:
-        """Every result DataFrame the turn's tools produced, in call order."""
-        return [a.df for a in self.artifacts if getattr(a, "df", None) is not None]
-
-    @property
-    def df(self) -> Any:
-        """The last result DataFrame (usually the one the answer is about), or None."""
-        frames = self.frames
-        return frames[-1] if frames else None
-
-    @property
-    def charts(self) -> list[Any]:
-        """The charts the ``chart`` tool drew in this turn (each has ``.png``)."""
-        return [a for a in self.artifacts if getattr(a, "png", None) is not None]
-
-    @property
-    def queries(self) -> list[str]:
-        """The SQL (or query) each successful data tool call actually executed."""
-        return [a.executed_sql for a in self.artifacts if getattr(a, "executed_sql", None)]
 
 
 class _Stop(Exception):
@@ -508,26 +457,6 @@ def _index_tools(tools: Sequence[Tool]) -> dict[str, Tool]:
             raise ConfigurationError(f"the tool name {NEXT_STEP!r} is reserved by relay_nb")
         index[tool.name] = tool
     return index
-
-
-def usage_with_estimates(result: InvocationResult, request: InvocationRequest) -> Usage:
-    """Provider counts as reported; a missing input or output count becomes chars/4 and
-    the receipt says ``estimated`` (DESIGN.md §6), so caps and costs never read it as 0."""
-    usage = result.usage
-    if usage.input_tokens is not None and usage.output_tokens is not None:
-        return usage
-    return Usage(
-        input_tokens=usage.input_tokens
-        if usage.input_tokens is not None
-        else estimate_request_tokens(request),
-        output_tokens=usage.output_tokens
-        if usage.output_tokens is not None
-        else estimate_output_tokens(result.output_text, result.tool_calls),
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=usage.cost_usd,
-        estimated=True,
-    )
 
 
 def _in_conversation(messages: list[Message], outcomes: Sequence[ToolOutcome]) -> None:

@@ -38,9 +38,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from relay_nb.runtime.types import Usage
+from relay_nb.runtime.types import (
+    InvocationRequest,
+    InvocationResult,
+    Usage,
+    estimate_output_tokens,
+    estimate_request_tokens,
+)
 
-__all__ = ["ModelPrice", "PriceTable", "price_usage"]
+__all__ = ["ModelPrice", "PriceTable", "price_usage", "usage_with_estimates"]
 
 _MTOK = Decimal(1_000_000)
 _MICRO_USD = Decimal("0.000001")
@@ -199,6 +205,26 @@ def _norm(model_id: str) -> str:
 def _parse(text: str) -> Any:
     # floats as Decimal so "0.30" stays 0.30, not 0.299999…
     return json.loads(text, parse_float=Decimal)
+
+
+def usage_with_estimates(result: InvocationResult, request: InvocationRequest) -> Usage:
+    """Provider counts as reported; a missing input or output count becomes chars/4 and
+    the receipt says ``estimated`` (DESIGN.md §6), so caps and costs never read it as 0."""
+    usage = result.usage
+    if usage.input_tokens is not None and usage.output_tokens is not None:
+        return usage
+    return Usage(
+        input_tokens=usage.input_tokens
+        if usage.input_tokens is not None
+        else estimate_request_tokens(request),
+        output_tokens=usage.output_tokens
+        if usage.output_tokens is not None
+        else estimate_output_tokens(result.output_text, result.tool_calls),
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=usage.cost_usd,
+        estimated=True,
+    )
 
 
 @cache

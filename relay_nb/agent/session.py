@@ -30,8 +30,8 @@ from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
 from relay_nb.agent.events import Event
 from relay_nb.agent.history import History, digest
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
-from relay_nb.agent.loop import TurnResult, run_turn, usage_with_estimates
-from relay_nb.agent.pricing import PriceTable, price_usage
+from relay_nb.agent.loop import TurnResult, run_turn
+from relay_nb.agent.pricing import PriceTable, price_usage, usage_with_estimates
 from relay_nb.agent.prompt import base_prompt
 from relay_nb.agent.routing import ModelRouter, ModelSetting
 from relay_nb.agent.skills import TIERS, Skill, SkillRegistry

@@ -1,0 +1,67 @@
+"""What a turn returns: the answer, how it ended, every event, call, result and message.
+
+Kept apart from :mod:`relay_nb.agent.loop` (which builds it) because every layer above reads
+it — the facade, the transcript, the notebook views — and none of them needs the loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from relay_nb.agent.events import Event
+from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.runtime.types import Message, ToolCall, Usage
+
+__all__ = ["FinishReason", "TurnResult"]
+
+FinishReason = Literal["stop", "max_steps", "error", "cancelled", "usage_cap"]
+
+
+class TurnResult(BaseModel):
+    """Everything a turn produced; ``usage`` is the priced sum over all model calls."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    answer: str
+    finish_reason: FinishReason
+    question: str = ""
+    turn_id: str = ""
+    events: list[Event] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolOutcome] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    steps: int = 0
+    model: str = ""
+    warnings: list[str] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    """This turn's messages — the question, the model's calls and replies, the tool results —
+    in order, each call followed by its result; append them to the history for the next
+    turn. (Not the whole conversation: a long session would keep one copy per turn.)"""
+
+    @property
+    def artifacts(self) -> list[Any]:
+        """The non-empty tool artifacts, in call order (e.g. QueryResults)."""
+        return [r.artifact for r in self.tool_results if r.artifact is not None]
+
+    @property
+    def frames(self) -> list[Any]:
+        """Every result DataFrame the turn's tools produced, in call order."""
+        return [a.df for a in self.artifacts if getattr(a, "df", None) is not None]
+
+    @property
+    def df(self) -> Any:
+        """The last result DataFrame (usually the one the answer is about), or None."""
+        frames = self.frames
+        return frames[-1] if frames else None
+
+    @property
+    def charts(self) -> list[Any]:
+        """The charts the ``chart`` tool drew in this turn (each has ``.png``)."""
+        return [a for a in self.artifacts if getattr(a, "png", None) is not None]
+
+    @property
+    def queries(self) -> list[str]:
+        """The SQL (or query) each successful data tool call actually executed."""
+        return [a.executed_sql for a in self.artifacts if getattr(a, "executed_sql", None)]
