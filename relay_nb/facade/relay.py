@@ -22,10 +22,10 @@ from pydantic import ValidationError
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.caps import UsageCaps
 from relay_nb.agent.events import Event
-from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.routing import ModelSetting
 from relay_nb.agent.session import LedgerSetting, Session
 from relay_nb.agent.skills import Skill, Tier
+from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.config import RelayConfig, build_connectors, load_config

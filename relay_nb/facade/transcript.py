@@ -22,8 +22,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.agent.turn_result import TurnResult
 from relay_nb.runtime.types import Usage
 
 __all__ = [

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_nb.agent.events import Event
-from relay_nb.agent.loop import TurnResult
+from relay_nb.agent.turn_result import TurnResult
 from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.render_html import sql_html
 from relay_nb.notebook.view import turn_bundle

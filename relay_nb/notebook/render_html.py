@@ -28,8 +28,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.agent.turn_result import TurnResult
 from relay_nb.facade.transcript import describe_usage, sql_of, status_of
 
 if TYPE_CHECKING:

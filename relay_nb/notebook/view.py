@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import PrivateAttr
 
-from relay_nb.agent.loop import TurnResult
+from relay_nb.agent.turn_result import TurnResult
 from relay_nb.facade.transcript import turn_text
 from relay_nb.notebook.render_html import HTML_PREVIEW_ROWS, turn_html
 
