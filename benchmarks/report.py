@@ -67,7 +67,8 @@ def _missing(metric: str, target: str, benchmark: str) -> Row:
 
 
 def _step_overhead(results: Results) -> Row:
-    metric, target = "agent step overhead vs the raw work (scripted model, SQLite)", "≤ 2 ms"
+    metric = "agent step overhead vs the raw work (scripted model, SQLite, `ledger=False`)"
+    target = "≤ 2 ms"
     r = _get(results, "agent_loop", "overhead")
     if r is None or "vs_raw_per_step_median_ms" not in r:
         return _missing(metric, target, "agent_loop")
@@ -84,6 +85,24 @@ def _step_overhead(results: Results) -> Row:
         f"{r['raw_read_sql_median_ms']:.2f} ms raw"
     )
     return Row(metric, target, measured, beyond <= 2.0, reason)
+
+
+def _step_overhead_with_ledger(results: Results) -> Row:
+    metric = "agent step overhead vs the raw work, with the default usage ledger"
+    target = "≤ 2 ms"
+    r = _get(results, "agent_loop", "overhead")
+    if r is None or "vs_raw_per_step_median_ms" not in r:
+        return _missing(metric, target, "agent_loop")
+    total = r["vs_raw_per_step_median_ms"] + r["ledger_cost_per_step_ms"]
+    measured = (
+        f"{total:.2f} ms/step ({r['vs_raw_per_step_median_ms']:.2f} + "
+        f"{r['ledger_cost_per_step_ms']:.2f} for the ledger)"
+    )
+    reason = (
+        "each model call's row is committed with a full fsync before the turn goes on, so "
+        "no call is lost in a crash; `ask_many` turns overlap it on a worker thread"
+    )
+    return Row(metric, target, measured, total <= 2.0, reason)
 
 
 def _resolution(results: Results) -> Row:
@@ -215,6 +234,7 @@ def _suite(meta: Results) -> Row:
 
 _ROWS: tuple[Callable[[Results], Row], ...] = (
     _step_overhead,
+    _step_overhead_with_ledger,
     _resolution,
     lambda r: _introspection(r, "sqlite", "SQLite"),
     lambda r: _introspection(r, "postgres", "PostgreSQL"),

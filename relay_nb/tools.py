@@ -117,7 +117,9 @@ class Tool:
                 is_error=True,
             )
         except _ToolExited as exc:
-            return ToolResult(content=f"{self.name} failed: {exc}", is_error=True)
+            return ToolResult(
+                content=_clip(f"{self.name} failed: {redact(str(exc))}"), is_error=True
+            )
         except RelayError as exc:  # guard refusals, database errors: the model can fix these
             return ToolResult(content=_clip(redact(str(exc))), is_error=True)
         except Exception as exc:  # a bug in a tool must not end the turn, nor leak secrets

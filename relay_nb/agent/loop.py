@@ -214,11 +214,17 @@ class _Turn:
                 return await self.runtime.invoke(request, abort=self.abort, on_text=on_text)
             except ConfigurationError:
                 raise  # no retry fixes a configuration mistake; the caller must see it
+            except asyncio.CancelledError:  # the task itself was cancelled: still a call made
+                self._record_failure(None, step, started, aborted=True)
+                raise
             except Exception as exc:
                 # a runtime written against the protocol may raise anything; classify it
                 err = exc if isinstance(exc, InvocationError) else classify_exception(exc)
                 aborted = self.abort is not None and self.abort.aborted
-                self._record_failure(err, step, started, aborted=aborted)
+                if aborted:
+                    self._record_failure(err, step, started, aborted=True)
+                else:  # off the loop, like every other append: concurrent turns go on
+                    await asyncio.to_thread(self._record_failure, err, step, started, aborted=False)
                 if aborted:
                     raise _Stop("cancelled") from None
                 if not err.retryable or attempt >= self.max_retries:
@@ -292,7 +298,7 @@ class _Turn:
         await self._record(result, priced, step)
 
     def _record_failure(
-        self, err: InvocationError, step: int, started: float, *, aborted: bool
+        self, err: InvocationError | None, step: int, started: float, *, aborted: bool
     ) -> None:
         """A ledger row for a model call that failed: no answer, nothing reported.
 
@@ -317,7 +323,7 @@ class _Turn:
                 output_tokens=zero,
                 cost_usd=None if aborted else 0.0,
                 latency_ms=(time.perf_counter() - started) * 1000,
-                finish_reason="cancelled" if aborted else f"error:{err.code}",
+                finish_reason="cancelled" if aborted or err is None else f"error:{err.code}",
             )
             self.ledger.append(row)
         except Exception as exc:

@@ -86,7 +86,7 @@ class PriceTable(BaseModel):
         ``as_of`` and ``source``; its entries override the base table's.
         """
         if path is None:
-            table = _packaged_table() if cls is PriceTable else cls.model_validate(_packaged())
+            table = _packaged_copy() if cls is PriceTable else cls.model_validate(_packaged())
         else:
             table = cls.model_validate(_parse(Path(path).read_text("utf-8")))
         return table.merge_file(extra) if extra is not None else table
@@ -237,3 +237,10 @@ def _packaged_table() -> PriceTable:
     """The packaged table, read once per process: a session that prices every call with the
     default table used to re-read and re-validate the file on every turn."""
     return PriceTable.model_validate(_packaged())
+
+
+def _packaged_copy() -> PriceTable:
+    """The cached table with its own dicts: a caller that edits ``models`` (the model is
+    frozen, its dicts are not) must not change the table every later session gets."""
+    table = _packaged_table()
+    return table.model_copy(update={"models": dict(table.models), "aliases": dict(table.aliases)})

@@ -112,7 +112,7 @@ class LoopThread:
                 job = _next_job(jobs)
                 if job is not None:
                     _run_job(*job)
-                elif not self.thread.is_alive():  # an exception ended the loop itself
+                elif not self.thread.is_alive() and not future.done():  # the loop itself died
                     future.cancel()
                     raise RelayError(
                         "relay_nb's event loop stopped unexpectedly, so this call cannot "

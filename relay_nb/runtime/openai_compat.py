@@ -61,7 +61,7 @@ _AUTO: Final = "auto"
 _NO_KEY_PLACEHOLDER = "relay-nb-no-key"
 """Given to the SDK (which insists on a key) when none is configured; the Authorization
 header is then omitted from every request, so this string never leaves the process."""
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")  # used with fullmatch
 _STRUCTURED_OUTPUTS = ("json_object", "json_schema", "prompt")
 _MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
 
@@ -206,7 +206,11 @@ class OpenAICompatibleRuntime(BaseRuntime):
         self.id = f"openai:{model}"
         if self.compatible:
             self.id = f"openai-compatible:{model}@{self._base_url}"
-        if api_key_env is not None and api_key_env != _AUTO and not _ENV_NAME.match(api_key_env):
+        if (
+            api_key_env is not None
+            and api_key_env != _AUTO
+            and not _ENV_NAME.fullmatch(api_key_env)
+        ):
             # never echoed: a key pasted here by mistake must not land in an error message
             raise ConfigurationError(
                 "api_key_env (key_env= in a profile) must name an environment variable in "
@@ -217,7 +221,9 @@ class OpenAICompatibleRuntime(BaseRuntime):
                 "the openai package is not installed; install it with "
                 "pip install 'relay-nb[openai]'"
             )
-        if isinstance(api_key, str):
+        if isinstance(api_key, Secret):
+            register_secret(api_key.reveal())  # scrubbed from recordings and messages too
+        elif isinstance(api_key, str):
             register_secret(api_key)  # so recordings and messages scrub it like env keys
             api_key = Secret(api_key) if api_key else None
         self._api_key = api_key

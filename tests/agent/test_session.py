@@ -541,3 +541,29 @@ async def test_history_token_count_matches_a_recount_after_compaction(shop: SQLC
     assert s.history.compactions >= 1
     recount = sum(estimate_tokens(_message_text(m)) for m in s.history.messages)
     assert s.history.tokens() == recount + estimate_tokens(s.history.memory or "")
+
+
+async def test_a_model_call_cancelled_with_its_task_still_leaves_a_ledger_row(
+    shop: SQLConnector, tmp_path
+) -> None:
+    """Task cancellation (Ctrl-C through ask_many, a caller's wait_for) is not an abort
+    signal: the call was made and may be billed, so the ledger keeps a ``cancelled`` row."""
+    from relay_nb.agent.ledger import UsageLedger
+
+    started = asyncio.Event()
+
+    async def hang(request):
+        started.set()
+        await asyncio.Event().wait()
+
+    ledger = UsageLedger(tmp_path / "usage.sqlite")
+    s = session(ScriptedRuntime([hang], model="claude-haiku-4-5"), shop, ledger=ledger)
+    task = asyncio.create_task(s.ask_async("how many orders?"))
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    rows = ledger.rows(session_id=s.id)
+    assert list(rows["finish_reason"]) == ["cancelled"]
+    assert rows["cost_usd"].isna().all() and rows["input_tokens"].isna().all()
+    ledger.close()

@@ -107,7 +107,8 @@ def _driver_error(conn: sa.Connection) -> type[Exception]:
 def _fetch(conn: sa.Connection, sql: str, params: Sequence[str] = ()) -> list[tuple]:
     """Run on the driver's own cursor: SQLAlchemy's Row wrapping of 20,000 catalog rows costs
     more than the catalog query itself (~25 ms of ~75 ms at 1,000 x 20). Same connection, so
-    the connect-time settings (read-only, progress handler) apply as for any statement."""
+    its connect-time settings (``mode=ro``, ``query_only``) apply as for any statement; the
+    catalog read has no time bound of its own (the progress handler is set per query)."""
     cursor = conn.connection.cursor()
     try:
         cursor.execute(sql, tuple(params))

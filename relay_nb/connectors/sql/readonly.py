@@ -7,8 +7,9 @@ write. Every dialect gets the strongest read-only mode its driver offers:
   ``PRAGMA query_only`` and no attachable database (ATTACH, VACUUM INTO) on every call; time
   bounded by a progress handler.
 - PostgreSQL: ``default_transaction_read_only`` at connect, ``SET TRANSACTION READ ONLY`` and
-  ``SET LOCAL statement_timeout`` per call, the statement prepared (psycopg 3) so that a
-  stacked ``COMMIT; …`` cannot run; cancelled through the driver's cancel request.
+  ``SET LOCAL statement_timeout`` per call, the statement prepared (psycopg 3, unless the
+  connection turned preparing off) so that a stacked ``COMMIT; …`` cannot run; cancelled
+  through the driver's cancel request.
 - MySQL/MariaDB: a read-only session (so DDL, which commits implicitly, is refused too) and
   ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
   ``max_statement_time`` (MariaDB), reset after the call; cancelled with ``KILL QUERY``.
@@ -288,10 +289,17 @@ def _execute_one(backend: str, engine: Engine, cursor: Any, sql: str) -> None:
 
     psycopg 3 sends parameterless text through the simple query protocol, which runs every
     statement in it: ``SELECT 1; COMMIT; …`` would end the read-only transaction for a role
-    that may write. A prepared statement (extended protocol) refuses a second statement, so
-    this wall holds even if the guard had let the text through.
+    that may write. A prepared statement (extended protocol) refuses a second statement.
+    psycopg ignores ``prepare=True`` on a connection with ``prepare_threshold=None`` (the
+    documented setting behind PgBouncer), and psycopg2 has no such option: there the guard's
+    single-statement rule is the only barrier to stacked statements.
     """
-    if backend == "postgresql" and engine.dialect.driver == "psycopg":
+    driver = getattr(cursor, "connection", None)
+    if (
+        backend == "postgresql"
+        and engine.dialect.driver == "psycopg"
+        and getattr(driver, "prepare_threshold", None) is not None
+    ):
         cursor.execute(sql, prepare=True)
     else:
         cursor.execute(sql)

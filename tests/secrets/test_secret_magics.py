@@ -123,7 +123,7 @@ def test_relay_magics_connect_with_interpolated_secret_urls(
     (tmp_path / "inline.json").write_text(json.dumps(inline))
     ip.user_ns["inline_path"] = str(tmp_path / "inline.json")
     for cell, error in (
-        ("%relay --connect broken {broken_url}", ValueError),  # SQLAlchemy: the port
+        ("%relay --connect broken {broken_url}", RelayCellError),  # the port is no number
         ("%relay --config {inline_path}", RelayCellError),  # an inline password is refused
     ):
         with pytest.raises(error) as raised:
