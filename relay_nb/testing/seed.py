@@ -39,6 +39,7 @@ __all__ = [
     "SEED_ROW_COUNTS",
     "SEED_TABLES",
     "expected_rows",
+    "drop_scratch_database",
     "expected_seed_digest",
     "seed_database",
     "seed_digest",
@@ -543,3 +544,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def drop_scratch_database(conn: Connection, name: str) -> None:
+    """Drop a test's private database on an AUTOCOMMIT admin connection, whatever holds it.
+
+    PostgreSQL's ``WITH (FORCE)`` terminates the sessions our tests left open, but refuses a
+    non-superuser when an autovacuum worker (a superuser process, busy with freshly seeded
+    rows) is connected; a plain ``DROP DATABASE`` tells autovacuum to exit and waits for it.
+    """
+    if conn.dialect.name != "postgresql":
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+        return
+    try:
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    except sa.exc.DBAPIError:
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")

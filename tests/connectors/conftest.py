@@ -22,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
-from relay_nb.testing.seed import seed_database
+from relay_nb.testing.seed import drop_scratch_database, seed_database
 
 SERVICES_HINT = "run scripts/services start (and source its env file)"
 _DEFAULT_SERVICES_DIR = "/tmp/relay_nb_services"
@@ -153,7 +153,6 @@ def scratch_shop(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sho
             yield ShopDB(dialect=dialect, ro_url=url, admin_url=url, paths=())
         finally:
             with admin.connect() as conn:
-                force = " WITH (FORCE)" if kind == "postgres" else ""
-                conn.exec_driver_sql(f"DROP DATABASE {name}{force}")
+                drop_scratch_database(conn, name)
     finally:
         admin.dispose()

@@ -21,6 +21,7 @@ from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.introspect_common import CatalogBuilder, compact_type
 from relay_nb.connectors.sql.schema import Catalog, TableInfo
 from relay_nb.errors import ConfigurationError
+from relay_nb.testing.seed import drop_scratch_database
 
 # (name, nullable, primary key) per column, in declaration order
 SHOP_TABLES = {
@@ -262,7 +263,7 @@ def pg_scratch(request) -> Iterator[SimpleNamespace]:
         )
     finally:
         with server.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            drop_scratch_database(conn, name)
         server.dispose()
 
 

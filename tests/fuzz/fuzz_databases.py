@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from relay_nb.testing.fingerprint import fingerprint_parts
-from relay_nb.testing.seed import ALLOWED_TABLES, SEED_TABLES, seed_database
+from relay_nb.testing.seed import ALLOWED_TABLES, SEED_TABLES, drop_scratch_database, seed_database
 
 __all__ = ["DIALECTS", "FuzzDatabase", "open_file_database", "open_server_database"]
 
@@ -213,6 +213,5 @@ def open_server_database(
         if database is not None:
             database.close()
         with server.connect() as conn:
-            force = " WITH (FORCE)" if dialect == "postgres" else ""
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}{force}")
+            drop_scratch_database(conn, name)
         server.dispose()
