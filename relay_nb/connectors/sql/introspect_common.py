@@ -218,8 +218,9 @@ def paused_gc() -> Iterator[None]:
     full-heap passes over everything the kernel holds (pandas, SQLAlchemy, the user's data),
     about half the time of a 1,000-table introspection. Catalog objects form no reference
     cycles, so pausing loses nothing; reference counting still frees garbage at once, and the
-    collector resumes (and catches up) on exit. Nested or concurrent use is safe: only the
-    outermost caller that found the collector enabled turns it back on.
+    collector resumes (and catches up) on exit. Nested use is safe: only the outermost caller
+    that found the collector enabled turns it back on. The switch is process-wide, so code on
+    another thread that turns the collector off meanwhile finds it on again afterwards.
     """
     if not gc.isenabled():
         yield
