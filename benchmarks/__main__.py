@@ -81,19 +81,26 @@ def main(argv: list[str]) -> int:
         seconds[name] = round(time.perf_counter() - started, 1)
         print(f"   ({seconds[name]:.1f} s)", flush=True)
     suite_s = round(time.perf_counter() - suite_started, 1)
-    # running a subset updates those entries and keeps the others' last results
+    # running a subset updates those entries and keeps the others' last results; the header
+    # (date, load) stays the last full run's, and each later partial run is listed beside it
     old_meta = previous.get("meta", {})
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    load = [load_start, _load()]  # other processes' load skews every figure: say how busy
+    full = set(names) == set(BENCHMARKS)
     meta = {
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "when": now if full else old_meta.get("when", now),
         "python": platform.python_version(),
         "cores": _cores(),
         "cpu": _cpu(),
         "seconds": {**old_meta.get("seconds", {}), **seconds},
-        "suite_seconds": suite_s
-        if set(names) == set(BENCHMARKS)
-        else old_meta.get("suite_seconds"),
-        # other processes' load skews every figure: the README says how busy the machine was
-        "load_average": [load_start, _load()],
+        "suite_seconds": suite_s if full else old_meta.get("suite_seconds"),
+        "load_average": load if full else old_meta.get("load_average", load),
+        "partial_runs": []
+        if full
+        else [
+            *old_meta.get("partial_runs", []),
+            {"when": now, "benchmarks": names, "load_average": load},
+        ],
     }
     data = {"meta": meta, "results": {**previous.get("results", {}), **results}}
     out.parent.mkdir(exist_ok=True)

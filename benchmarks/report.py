@@ -251,6 +251,15 @@ def rows(data: Results) -> list[Row]:
     return [make(results) for make in _ROWS] + [_suite(data.get("meta", {}))]
 
 
+def _partial_note(meta: Results) -> str:
+    """Rows re-measured after the full run say so: their date and load are not the header's."""
+    runs = meta.get("partial_runs") or []
+    if not runs:
+        return ""
+    parts = [f"{', '.join(r['benchmarks'])} on {str(r['when'])[:10]}" for r in runs]
+    return " Re-measured alone since: " + "; ".join(parts) + "."
+
+
 def render(data: Results) -> str:
     """The README section between the markers (markers excluded), newline-framed."""
     meta = data.get("meta", {})
@@ -269,7 +278,8 @@ def render(data: Results) -> str:
         f"Last run {when} on {meta.get('cores', '?')} cores{cpu}, Python "
         f"{meta.get('python', '?')}{busy}. Each figure is a median, measured side by side with its "
         "baseline in the same run; `benchmarks/<name>.py` says exactly what is compared. "
-        "Generated from `benchmarks/results/latest.json` by `python -m benchmarks --report`.",
+        "Generated from `benchmarks/results/latest.json` by `python -m benchmarks --report`."
+        + _partial_note(meta),
         "",
         "| metric | target | measured | met |",
         "| --- | --- | --- | --- |",

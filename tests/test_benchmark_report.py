@@ -96,3 +96,12 @@ def test_update_rewrites_only_between_the_markers(report, latest, tmp_path):
     readme.write_text("# no markers\n", encoding="utf-8")
     with pytest.raises(ValueError, match="performance:start"):
         report.update_readme(latest, readme)
+
+
+def test_rows_measured_after_the_full_run_say_when(report, latest):
+    data = copy.deepcopy(latest)
+    assert "Re-measured alone since" not in report.render(data)
+    data["meta"]["partial_runs"] = [
+        {"when": "2026-12-01T10:00:00+00:00", "benchmarks": ["fetch"], "load_average": [1, 1]}
+    ]
+    assert "Re-measured alone since: fetch on 2026-12-01." in report.render(data)
