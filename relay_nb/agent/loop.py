@@ -220,13 +220,11 @@ class _Turn:
             except Exception as exc:
                 # a runtime written against the protocol may raise anything; classify it
                 err = exc if isinstance(exc, InvocationError) else classify_exception(exc)
-                aborted = self.abort is not None and self.abort.aborted
-                if aborted:
+                if self.abort is not None and self.abort.aborted:
                     self._record_failure(err, step, started, aborted=True)
-                else:  # off the loop, like every other append: concurrent turns go on
-                    await asyncio.to_thread(self._record_failure, err, step, started, aborted=False)
-                if aborted:
                     raise _Stop("cancelled") from None
+                # off the loop, like every other append: concurrent turns go on meanwhile
+                await asyncio.to_thread(self._record_failure, err, step, started, aborted=False)
                 if not err.retryable or attempt >= self.max_retries:
                     raise _Stop("error", err) from None
                 hinted = err.retry_after_s
