@@ -37,19 +37,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import itertools
 import json
-import select
-import socket
-import socketserver
-import threading
-import time
 from collections import deque
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self, TypeAlias
+from typing import Any, Literal, TypeAlias
+
+from relay_nb.testing.stub_server import (
+    RecordedRequest,
+    ScriptedStub,
+    StubHandler,
+    json_object,
+)
 
 __all__ = [
     "STUB_MODEL",
@@ -84,7 +83,6 @@ _ERROR_TYPES: dict[int, str] = {
     504: "timeout_error",
     529: "overloaded_error",
 }
-_POLL_S = 0.02
 _BATCHES_PATH = "/v1/messages/batches"
 
 
@@ -311,27 +309,14 @@ def _now(after: dt.timedelta = dt.timedelta()) -> str:
     return (dt.datetime.now(dt.UTC) + after).isoformat().replace("+00:00", "Z")
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the stub received it. Header names are lower-cased."""
+class AnthropicStub(ScriptedStub["Reply"]):
+    """The Messages API stub; see :class:`~relay_nb.testing.stub_server.ScriptedStub`.
 
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    raw_body: bytes
-
-
-class AnthropicStub:
-    """The server: start it with ``with`` (or :meth:`start`/:meth:`close`), script, assert.
-
-    Thread-safe: replies are consumed and requests recorded under one lock, so concurrent
-    invocations each get exactly one scripted reply, in arrival order.
+    Message Batches calls are scripted separately (:meth:`enqueue_batch_faults`).
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._replies: deque[Reply] = deque()
+        super().__init__()
         self._batch_faults: deque[BatchFault] = deque()
         self._batches: dict[str, StubBatch] = {}
         self.batch_in_progress_polls = 0
@@ -340,77 +325,13 @@ class AnthropicStub:
         """The order of a batch's results file (the API promises none, so reversed by default)."""
         self.results_base_url: str | None = None
         """Where a batch's ``results_url`` points; ``None`` is the stub itself."""
-        self._requests: list[RecordedRequest] = []
-        self._abandoned = 0
-        self._ids = itertools.count(1)
-        self._stopping = threading.Event()
-        self._connections: set[socket.socket] = set()
-        self._server: _StubServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("AnthropicStub is already running")
-        self._stopping.clear()
-        self._server = _StubServer(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"anthropic-stub-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving, cut open connections and join every thread; idempotent."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        self._stopping.set()
-        server.shutdown()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        server.server_close()  # joins the handler threads (block_on_close)
-        thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- scripting and inspection ----------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("AnthropicStub is not running")
-        return int(self._server.server_address[1])
 
     @property
     def base_url(self) -> str:
         """The URL to give a client as its base URL (the SDK appends ``/v1/messages``)."""
         return f"http://127.0.0.1:{self.port}"
-
-    def enqueue(self, *replies: Reply) -> None:
-        """Append replies; each request consumes the oldest one.
-
-        A request that finds the queue empty gets a 500 ``api_error`` saying so.
-        """
-        with self._lock:
-            self._replies.extend(replies)
 
     def enqueue_batch_faults(self, *faults: BatchFault) -> None:
         """Script the next Message Batches calls (create, retrieve, results or cancel, in the
@@ -425,42 +346,7 @@ class AnthropicStub:
         with self._lock:
             return {key: dataclasses.replace(batch) for key, batch in self._batches.items()}
 
-    @property
-    def pending(self) -> int:
-        """How many scripted replies no request has consumed yet."""
-        with self._lock:
-            return len(self._replies)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """A snapshot of every request received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def abandoned(self) -> int:
-        """Requests whose client hung up while a :class:`Delay` was pending (abort, timeout)."""
-        with self._lock:
-            return self._abandoned
-
-    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
-        """Block until ``count`` requests have arrived; False on timeout."""
-        with self._lock:
-            return self._lock.wait_for(lambda: len(self._requests) >= count, timeout)
-
-    def wait_for_abandoned(self, count: int, timeout: float = 5.0) -> bool:
-        """Block until ``count`` delayed requests were abandoned by their client."""
-        with self._lock:
-            return self._lock.wait_for(lambda: self._abandoned >= count, timeout)
-
     # -- called from handler threads -------------------------------------------------------
-
-    def _record(self, request: RecordedRequest) -> Reply | None:
-        with self._lock:
-            self._requests.append(request)
-            reply = self._replies.popleft() if self._replies else None
-            self._lock.notify_all()
-            return reply
 
     def _record_batch_call(self, request: RecordedRequest) -> BatchFault:
         """Record a Message Batches call; its scripted fault, if any (no reply is consumed)."""
@@ -524,62 +410,11 @@ class AnthropicStub:
         self._batches[batch.id] = batch
         return 200, batch.to_json(self.results_base_url or self.base_url)
 
-    def _note_abandoned(self) -> None:
-        with self._lock:
-            self._abandoned += 1
-            self._lock.notify_all()
 
-    def _track(self, conn: socket.socket, *, active: bool) -> None:
-        with self._lock:
-            if not active:
-                self._connections.discard(conn)
-            elif self._stopping.is_set():  # accepted just as close() ran: cut it right away
-                with contextlib.suppress(OSError):
-                    conn.shutdown(socket.SHUT_RDWR)
-            else:
-                self._connections.add(conn)
-
-    def _next_id(self, prefix: str) -> str:
-        return f"{prefix}_stub_{next(self._ids)}"
-
-
-class _StubServer(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() joins handler threads: nothing outlives close()
-    block_on_close = True
-
-    def __init__(self, stub: AnthropicStub) -> None:
-        self.stub = stub
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind resolves the host's FQDN, which can stall on a slow resolver.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = "127.0.0.1", int(self.server_address[1])
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _StubServer
-    # HTTP/1.1 so a stream can be chunked (a mid-stream drop is then a broken transfer, not
-    # a clean end); every response says "Connection: close", so no keep-alive socket is
-    # left for a client to reuse after the stub changed its script.
-    protocol_version = "HTTP/1.1"
-    timeout = 10.0  # a client that connects and never sends cannot pin a thread for long
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.stub._track(self.connection, active=True)
-
-    def finish(self) -> None:
-        self.server.stub._track(self.connection, active=False)
-        with contextlib.suppress(OSError):
-            super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: test output should show the test's own failures, not an access log."""
-
+class _Handler(StubHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = _json_object(raw)
+        body = json_object(raw)
         recorded = RecordedRequest(
             method="POST",
             path=self.path,
@@ -648,37 +483,6 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, _message_json(reply, self.server.stub), {})
 
-    def _wait_or_abandon(self, seconds: float) -> bool:
-        """Sleep in short slices; False if the client hung up or the stub is stopping."""
-        stub = self.server.stub
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            if stub._stopping.is_set():
-                return False
-            state = _peer_state(self.connection, min(_POLL_S, left))
-            if state == "closed":
-                if not stub._stopping.is_set():  # close() cuts sockets too; not the client
-                    stub._note_abandoned()
-                return False
-            if state == "data":  # unexpected bytes: keep waiting without spinning
-                stub._stopping.wait(min(_POLL_S, left))
-        return not stub._stopping.is_set()
-
-    def _start(self, status: int, content_type: str, headers: Mapping[str, str]) -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("request-id", self.server.stub._next_id("req"))
-        self.send_header("connection", "close")
-        for name, value in headers.items():
-            self.send_header(name, value)
-
-    def _send_json(self, status: int, payload: dict[str, Any], headers: Mapping[str, str]) -> None:
-        data = json.dumps(payload).encode()
-        self._start(status, "application/json", headers)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def _send_stream(self, reply: MessageReply) -> None:
         self._start(200, "text/event-stream", {"cache-control": "no-cache"})
         self.send_header("transfer-encoding", "chunked")
@@ -718,26 +522,6 @@ def _batch_item_result(reply: Reply | None, stub: AnthropicStub) -> dict[str, An
     if isinstance(reply, UnprocessedReply):
         return None if reply.kind == "missing" else {"type": reply.kind}
     return {"type": "errored", "error": _error_body(500, "not a batch item reply")}
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or ``{}`` when it is anything else."""
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _peer_state(conn: socket.socket, wait_s: float) -> Literal["idle", "data", "closed"]:
-    """Whether the client, within ``wait_s``, closed its end (readable, nothing to read)."""
-    readable, _, _ = select.select([conn], [], [], wait_s)
-    if not readable:
-        return "idle"
-    try:
-        return "data" if conn.recv(1, socket.MSG_PEEK) else "closed"
-    except OSError:
-        return "closed"
 
 
 def _message_json(reply: MessageReply, stub: AnthropicStub) -> dict[str, Any]:
@@ -838,3 +622,6 @@ def _tool_block_events(tool: ToolUse, stub: AnthropicStub, index: int) -> Iterat
         delta = {"type": "input_json_delta", "partial_json": part}
         yield {"type": "content_block_delta", "index": index, "delta": delta}
     yield {"type": "content_block_stop", "index": index}
+
+
+AnthropicStub.handler = _Handler  # defined after the stub it serves

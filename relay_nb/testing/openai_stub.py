@@ -23,20 +23,18 @@ plumbing mirror :mod:`relay_nb.testing.anthropic_stub`, whose generic helpers ar
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
-import socket
-import socketserver
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from relay_nb.testing.anthropic_stub import RecordedRequest, _json_object, _peer_state
+from relay_nb.testing.stub_server import (
+    RecordedRequest,
+    ScriptedStub,
+    StubHandler,
+    json_object,
+)
 
 __all__ = [
     "STUB_MODEL",
@@ -55,7 +53,6 @@ STUB_MODEL = "stub-served-model-1"
 """The model a :class:`ChatReply` reports unless told otherwise (differs from any request's)."""
 
 _CHAT_PATH = "/v1/chat/completions"
-_POLL_S = 0.02
 _ERROR_TYPES: dict[int, str] = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -185,178 +182,26 @@ Reply: TypeAlias = (
 )
 
 
-class OpenAIStub:
-    """The server: start it with ``with`` (or :meth:`start`/:meth:`close`), script, assert.
+class OpenAIStub(ScriptedStub["Reply"]):
+    """The Chat Completions stub; see :class:`~relay_nb.testing.stub_server.ScriptedStub`.
 
-    Thread-safe: replies are consumed and requests recorded under one lock, so concurrent
-    requests each get exactly one scripted reply, in arrival order.
+    A reply may also be a callable that builds the reply from the recorded request.
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._replies: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._abandoned = 0
-        self._ids = itertools.count(1)
-        self._stopping = threading.Event()
-        self._connections: set[socket.socket] = set()
-        self._server: _StubServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("OpenAIStub is already running")
-        self._stopping.clear()
-        self._server = _StubServer(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"openai-stub-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving, cut open connections and join every thread; idempotent."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        self._stopping.set()
-        server.shutdown()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        server.server_close()  # joins the handler threads (block_on_close)
-        thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # -- scripting and inspection ----------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("OpenAIStub is not running")
-        return int(self._server.server_address[1])
 
     @property
     def base_url(self) -> str:
         """The URL to give a client as its base URL (the SDK appends ``/chat/completions``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def enqueue(self, *replies: Reply) -> None:
-        """Append replies; each request consumes the oldest one (none left: a 500 saying so)."""
-        with self._lock:
-            self._replies.extend(replies)
 
-    @property
-    def pending(self) -> int:
-        """How many scripted replies no request has consumed yet."""
-        with self._lock:
-            return len(self._replies)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """A snapshot of every chat request received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def abandoned(self) -> int:
-        """Requests whose client hung up while a :class:`Delay` was pending (abort, timeout)."""
-        with self._lock:
-            return self._abandoned
-
-    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
-        """Block until ``count`` requests have arrived; False on timeout."""
-        with self._lock:
-            return self._lock.wait_for(lambda: len(self._requests) >= count, timeout)
-
-    def wait_for_abandoned(self, count: int, timeout: float = 5.0) -> bool:
-        """Block until ``count`` delayed requests were abandoned by their client."""
-        with self._lock:
-            return self._lock.wait_for(lambda: self._abandoned >= count, timeout)
-
-    # -- called from handler threads -------------------------------------------------------
-
-    def _record(self, request: RecordedRequest) -> Reply | None:
-        with self._lock:
-            self._requests.append(request)
-            reply = self._replies.popleft() if self._replies else None
-            self._lock.notify_all()
-            return reply
-
-    def _note_abandoned(self) -> None:
-        with self._lock:
-            self._abandoned += 1
-            self._lock.notify_all()
-
-    def _track(self, conn: socket.socket, *, active: bool) -> None:
-        with self._lock:
-            if not active:
-                self._connections.discard(conn)
-            elif self._stopping.is_set():  # accepted just as close() ran: cut it right away
-                with contextlib.suppress(OSError):
-                    conn.shutdown(socket.SHUT_RDWR)
-            else:
-                self._connections.add(conn)
-
-    def _next_id(self, prefix: str) -> str:
-        return f"{prefix}_stub_{next(self._ids)}"
-
-
-class _StubServer(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() joins handler threads: nothing outlives close()
-    block_on_close = True
-
-    def __init__(self, stub: OpenAIStub) -> None:
-        self.stub = stub
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind resolves the host's FQDN, which can stall on a slow resolver.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = "127.0.0.1", int(self.server_address[1])
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _StubServer
-    # HTTP/1.1 so a stream can be chunked (a mid-stream drop is then a broken transfer, not
-    # a clean end); every response says "Connection: close", so no keep-alive socket is
-    # left for a client to reuse after the stub changed its script.
-    protocol_version = "HTTP/1.1"
-    timeout = 10.0
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.stub._track(self.connection, active=True)
-
-    def finish(self) -> None:
-        self.server.stub._track(self.connection, active=False)
-        with contextlib.suppress(OSError):
-            super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: test output should show the test's own failures, not an access log."""
+class _Handler(StubHandler):
+    request_id_header = "x-request-id"
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = _json_object(raw)
+        body = json_object(raw)
         if self.path.split("?", 1)[0] != _CHAT_PATH:
             self._reply(ErrorReply(status=404, message=f"the stub does not serve {self.path}"))
             return
@@ -408,37 +253,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, _completion_json(reply, self.server.stub), {})
         else:
             self._send_json(500, ErrorReply(status=500, message="not a reply").body(), {})
-
-    def _wait_or_abandon(self, seconds: float) -> bool:
-        """Sleep in short slices; False if the client hung up or the stub is stopping."""
-        stub = self.server.stub
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            if stub._stopping.is_set():
-                return False
-            state = _peer_state(self.connection, min(_POLL_S, left))
-            if state == "closed":
-                if not stub._stopping.is_set():  # close() cuts sockets too; not the client
-                    stub._note_abandoned()
-                return False
-            if state == "data":  # unexpected bytes: keep waiting without spinning
-                stub._stopping.wait(min(_POLL_S, left))
-        return not stub._stopping.is_set()
-
-    def _start(self, status: int, content_type: str, headers: Mapping[str, str]) -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("x-request-id", self.server.stub._next_id("req"))
-        self.send_header("connection", "close")
-        for name, value in headers.items():
-            self.send_header(name, value)
-
-    def _send_json(self, status: int, payload: dict[str, Any], headers: Mapping[str, str]) -> None:
-        data = json.dumps(payload).encode()
-        self._start(status, "application/json", headers)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _send_stream(self, reply: ChatReply, *, include_usage: bool) -> None:
         self._start(200, "text/event-stream", {"cache-control": "no-cache"})
@@ -553,3 +367,6 @@ def _stream_events(
     if include_usage and usage is not None:
         yield {**envelope, "choices": [], "usage": usage}
     yield "[DONE]"
+
+
+OpenAIStub.handler = _Handler  # defined after the stub it serves
