@@ -23,9 +23,17 @@ from relay_nb.runtime.types import (
     Capabilities,
     InvocationRequest,
     InvocationResult,
+    ToolSpec,
 )
 
-__all__ = ["BaseRuntime", "BatchModelRuntime", "ModelRuntime", "TextCallback", "run_guarded"]
+__all__ = [
+    "BaseRuntime",
+    "BatchModelRuntime",
+    "ModelRuntime",
+    "TextCallback",
+    "run_guarded",
+    "single_forced_tool",
+]
 
 TextCallback = Callable[[str], None]
 """Receives each streamed text delta, in order, while an invocation runs."""
@@ -174,3 +182,36 @@ class BaseRuntime(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
+
+
+def single_forced_tool(
+    request: InvocationRequest, *, label: str, reason: str = ""
+) -> ToolSpec | None:
+    """The one tool a runtime without a tool menu must fill, or None for a text request.
+
+    Such a runtime (the ``claude`` CLI, a model without function calling) takes one schema
+    as an output constraint, so "auto" and "required among several" cannot be honoured and
+    are refused rather than approximated; the agent loop sees ``single_forced_tool_only``
+    and forces its ``next_step`` tool instead. ``reason`` (e.g. " runs without native
+    tools") says why, after ``label``, in the refusal.
+    """
+    if not request.tools:
+        return None
+    choice = request.tool_choice
+    if choice is None or choice.type == "auto":
+        raise InvocationError(
+            "INVALID_REQUEST",
+            f"{label}{reason + ', so it' if reason else ''} cannot let the model choose among "
+            "tools; force one with ToolChoice.tool(name)",
+            False,
+        )
+    if choice.type == "required":
+        if len(request.tools) != 1:
+            raise InvocationError(
+                "INVALID_REQUEST",
+                f"{label}{reason + ' and' if reason else ''} can force only one tool; "
+                "'required' needs exactly one declared tool, or use ToolChoice.tool(name)",
+                False,
+            )
+        return request.tools[0]
+    return next(t for t in request.tools if t.name == choice.name)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.runtime.base import single_forced_tool
 from relay_nb.runtime.harness_limits import rate_limit_error
 from relay_nb.runtime.process import ProcessOutput, ProcessRuntime, exit_description
 from relay_nb.runtime.types import (
@@ -175,31 +176,9 @@ class ClaudeCodeProfile:
 
 
 def forced_tool(request: InvocationRequest) -> ToolSpec | None:
-    """The one tool the CLI must fill, or None for a text request; refuse anything else.
-
-    The CLI takes a schema as an output constraint, not a menu of tools, so "auto" and
-    "required among several" cannot be honoured and are refused rather than approximated.
-    """
-    if not request.tools:
-        return None
-    choice = request.tool_choice
-    if choice is None or choice.type == "auto":
-        raise InvocationError(
-            "INVALID_REQUEST",
-            f"{_LABEL} cannot let the model choose among tools; force one with "
-            "ToolChoice.tool(name)",
-            False,
-        )
-    if choice.type == "required":
-        if len(request.tools) != 1:
-            raise InvocationError(
-                "INVALID_REQUEST",
-                f"{_LABEL} can force only one tool; 'required' needs exactly one declared "
-                "tool, or use ToolChoice.tool(name)",
-                False,
-            )
-        return request.tools[0]
-    return next(t for t in request.tools if t.name == choice.name)
+    """The one tool the CLI must fill (it takes a schema as an output constraint, not a menu
+    of tools), or None for a text request; see :func:`single_forced_tool`."""
+    return single_forced_tool(request, label=_LABEL)
 
 
 def render_prompt(request: InvocationRequest, tool: ToolSpec | None) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from relay_nb.errors import InvocationError
+from relay_nb.runtime.base import single_forced_tool
 from relay_nb.runtime.types import (
     InvocationRequest,
     InvocationResult,
@@ -79,32 +80,11 @@ _MODEL_NAME = re.compile(r"^[^\s\x00-\x1f]{1,256}$")
 
 
 def forced_tool(request: InvocationRequest, *, label: str) -> ToolSpec | None:
-    """Prompted mode: the one tool the model must fill, or None for a text request.
-
-    A model without function calling cannot be offered a menu of tools, so "auto" and
-    "required among several" are refused rather than approximated (the agent loop sees
-    ``single_forced_tool_only`` and forces its ``next_step`` tool instead).
-    """
-    if not request.tools:
-        return None
-    choice = request.tool_choice
-    if choice is None or choice.type == "auto":
-        raise InvocationError(
-            "INVALID_REQUEST",
-            f"{label} runs without native tools (tools=False), so it cannot let the model "
-            "choose among tools; force one with ToolChoice.tool(name)",
-            False,
-        )
-    if choice.type == "required":
-        if len(request.tools) != 1:
-            raise InvocationError(
-                "INVALID_REQUEST",
-                f"{label} runs without native tools (tools=False) and can force only one "
-                "tool; 'required' needs exactly one declared tool, or use ToolChoice.tool(name)",
-                False,
-            )
-        return request.tools[0]
-    return next(t for t in request.tools if t.name == choice.name)
+    """Prompted mode: the one tool the model must fill, or None for a text request; see
+    :func:`~relay_nb.runtime.base.single_forced_tool`."""
+    return single_forced_tool(
+        request, label=label, reason=" runs without native tools (tools=False)"
+    )
 
 
 def build_params(
