@@ -19,14 +19,14 @@ import asyncio
 import importlib
 import os
 import time
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from relay_nb.errors import InvocationError
 from relay_nb.redaction import Secret, register_secret
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import BaseRuntime, TextCallback, run_guarded
+from relay_nb.runtime.client_slot import ClientSlot
 from relay_nb.runtime.failures import classify_status
 from relay_nb.runtime.switch import check_model_request
 from relay_nb.runtime.types import (
@@ -86,55 +86,6 @@ _CAPABILITIES = Capabilities(
 )
 
 
-@dataclass
-class _ClientSlot:
-    """The SDK client for one event loop, key and base URL (httpx clients are loop-bound).
-
-    ``closer`` is a parked async generator whose ``finally`` closes the client. The loop it
-    was started on closes it in ``shutdown_asyncgens()``, which ``asyncio.run`` and
-    pytest-asyncio call before closing the loop, so a runtime used from successive
-    ``asyncio.run`` calls does not leak a pooled connection per loop even without
-    :meth:`AnthropicRuntime.aclose`.
-    """
-
-    client: AsyncAnthropic
-    loop: asyncio.AbstractEventLoop
-    api_key: Secret
-    base_url: str
-    closer: AsyncGenerator[None, None]
-
-    @classmethod
-    async def open(cls, client: AsyncAnthropic, api_key: Secret, base_url: str) -> _ClientSlot:
-        closer = _close_at_loop_shutdown(client)
-        await anext(closer)  # runs to the yield at once; registers with the running loop
-        return cls(client, asyncio.get_running_loop(), api_key, base_url, closer)
-
-    def serves(self, loop: asyncio.AbstractEventLoop, api_key: Secret, base_url: str) -> bool:
-        return (
-            self.loop is loop
-            and self.api_key.reveal() == api_key.reveal()
-            and self.base_url == base_url
-        )
-
-    async def close(self) -> None:
-        """Close on the client's own loop; a closed loop has already run the closer."""
-        if self.loop is asyncio.get_running_loop():
-            await self.closer.aclose()
-        elif self.loop.is_running():
-            asyncio.run_coroutine_threadsafe(_aclose(self.closer), self.loop)
-
-
-async def _close_at_loop_shutdown(client: AsyncAnthropic) -> AsyncGenerator[None, None]:
-    try:
-        yield
-    finally:
-        await client.close()
-
-
-async def _aclose(generator: AsyncGenerator[None, None]) -> None:
-    await generator.aclose()
-
-
 async def _import_sdk() -> None:
     """Import ``anthropic`` in a worker thread the first time.
 
@@ -192,7 +143,7 @@ class AnthropicRuntime(BaseRuntime):
         self.max_retries = max_retries
         self.default_max_output_tokens = default_max_output_tokens
         self.prompt_caching = prompt_caching
-        self._slot: _ClientSlot | None = None
+        self._slot: ClientSlot[AsyncAnthropic] | None = None
 
     # -- ModelRuntime ----------------------------------------------------------------------
 
@@ -313,7 +264,7 @@ class AnthropicRuntime(BaseRuntime):
         old = self._slot
         if old is not None and old.serves(loop, key, base_url):
             return old.client
-        self._slot = await _ClientSlot.open(self._new_client(key, base_url), key, base_url)
+        self._slot = await ClientSlot.open(self._new_client(key, base_url), key, base_url)
         if old is not None:
             await old.close()
         return self._slot.client

@@ -23,8 +23,6 @@ import importlib
 import os
 import re
 import time
-from collections.abc import AsyncGenerator
-from dataclasses import dataclass
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlsplit
@@ -32,6 +30,7 @@ from urllib.parse import parse_qsl, urlsplit
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.redaction import Secret, register_secret
 from relay_nb.runtime.base import BaseRuntime, TextCallback
+from relay_nb.runtime.client_slot import ClientSlot
 from relay_nb.runtime.failures import classify_status
 from relay_nb.runtime.openai_mapping import (
     MaxTokensParam,
@@ -64,56 +63,6 @@ header is then omitted from every request, so this string never leaves the proce
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")  # used with fullmatch
 _STRUCTURED_OUTPUTS = ("json_object", "json_schema", "prompt")
 _MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
-
-
-@dataclass
-class _ClientSlot:
-    """The SDK client for one event loop, key and base URL (httpx clients are loop-bound).
-
-    ``closer`` is a parked async generator whose ``finally`` closes the client; the loop it
-    was started on closes it in ``shutdown_asyncgens()`` (``asyncio.run`` and pytest-asyncio
-    call it), so successive ``asyncio.run`` calls do not leak a pooled connection per loop.
-    """
-
-    client: AsyncOpenAI
-    loop: asyncio.AbstractEventLoop
-    api_key: Secret | None
-    base_url: str
-    closer: AsyncGenerator[None, None]
-
-    @classmethod
-    async def open(cls, client: AsyncOpenAI, api_key: Secret | None, base_url: str) -> _ClientSlot:
-        closer = _close_at_loop_shutdown(client)
-        await anext(closer)  # runs to the yield at once; registers with the running loop
-        return cls(client, asyncio.get_running_loop(), api_key, base_url, closer)
-
-    def serves(
-        self, loop: asyncio.AbstractEventLoop, api_key: Secret | None, base_url: str
-    ) -> bool:
-        same_key = (self.api_key is None and api_key is None) or (
-            self.api_key is not None
-            and api_key is not None
-            and self.api_key.reveal() == api_key.reveal()
-        )
-        return self.loop is loop and same_key and self.base_url == base_url
-
-    async def close(self) -> None:
-        """Close on the client's own loop; a closed loop has already run the closer."""
-        if self.loop is asyncio.get_running_loop():
-            await self.closer.aclose()
-        elif self.loop.is_running():
-            asyncio.run_coroutine_threadsafe(_aclose(self.closer), self.loop)
-
-
-async def _close_at_loop_shutdown(client: AsyncOpenAI) -> AsyncGenerator[None, None]:
-    try:
-        yield
-    finally:
-        await client.close()
-
-
-async def _aclose(generator: AsyncGenerator[None, None]) -> None:
-    await generator.aclose()
 
 
 _sdk_imported = False
@@ -237,7 +186,7 @@ class OpenAICompatibleRuntime(BaseRuntime):
         self.timeout = timeout if timeout is not None else (600.0 if self.compatible else 120.0)
         self.max_retries = max_retries
         self.default_max_output_tokens = default_max_output_tokens
-        self._slot: _ClientSlot | None = None
+        self._slot: ClientSlot[AsyncOpenAI] | None = None
 
     # -- ModelRuntime ----------------------------------------------------------------------
 
@@ -372,7 +321,7 @@ class OpenAICompatibleRuntime(BaseRuntime):
         old = self._slot
         if old is not None and old.serves(loop, key, base_url):
             return old.client, key is None
-        self._slot = await _ClientSlot.open(self._new_client(key, base_url), key, base_url)
+        self._slot = await ClientSlot.open(self._new_client(key, base_url), key, base_url)
         if old is not None:
             await old.close()
         return self._slot.client, key is None
