@@ -66,7 +66,7 @@ _ACTIONS = (
     "--history",
     "--reset",
 )
-_INTERPOLATED = ("connect", "config", "tables")
+_INTERPOLATED = ("connect", "config", "tables", "model")
 NAMESPACE_SOURCE = "notebook_dataframes"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")

@@ -275,7 +275,9 @@ def shell_with_default_session(shop_url: str) -> Iterator[tuple[Any, ScriptedRun
     session.close()
 
 
+@pytest.mark.parametrize("spelled", ["literally", "as a notebook variable"])
 def test_relay_magic_with_a_compatible_model(
+    spelled: str,
     stub: OpenAIStub,
     shell_with_default_session: tuple[Any, ScriptedRuntime],
     loopback_model_requests: None,
@@ -285,10 +287,11 @@ def test_relay_magic_with_a_compatible_model(
         ChatReply(tool_calls=[FunctionCall(name="query_shop", arguments={"sql": COUNT})]),
         _answer_from_tool_result,
     )
+    profile = f"openai-compatible:some-model@{stub.base_url}"
+    shell.ip.user_ns["local_model"] = profile  # a stub's port is only known at run time
 
-    run = shell.run(
-        f"%relay --model openai-compatible:some-model@{stub.base_url} how many products?"
-    )
+    option = profile if spelled == "literally" else "{local_model}"
+    run = shell.run(f"%relay --model {option} how many products?")
 
     assert run.result.answer == f"We sell {PRODUCTS} products."
     (text,) = run.texts
