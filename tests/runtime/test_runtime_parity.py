@@ -319,3 +319,56 @@ async def test_a_message_batch_gives_the_same_tool_call(tmp_path: Path) -> None:
     params = created.body["requests"][0]["params"]
     assert params["tool_choice"] == {"type": "tool", "name": "submit"}
     assert next(t for t in params["tools"] if t["name"] == "submit")["input_schema"] == SCHEMA
+
+
+# -- the README's capability table ------------------------------------------------------------
+
+CAPABILITY_PROFILES = {
+    "anthropic:MODEL": "anthropic:claude-sonnet-4-6",
+    "openai:MODEL": "openai:gpt-4.1-mini",
+    "openai-compatible:MODEL@URL": "openai-compatible:llama3.2@http://127.0.0.1:11434/v1",
+    "openai-compatible:MODEL@URL?tools=false": (
+        "openai-compatible:llama3.2@http://127.0.0.1:11434/v1?tools=false"
+    ),
+    "claude-code:MODEL": "claude-code:sonnet",
+    "scripted:PATH": "scripted:" + str(HERE.parent.parent / "examples" / "hello_script.json"),
+    "replay:PATH": "replay",
+}
+_YES_NO = {True: "yes", False: "no"}
+
+
+def capability_table() -> str:
+    """The Markdown table README.md shows between the ``capabilities`` markers."""
+    from relay_nb.runtime.profiles import runtime_from_profile
+
+    lines = [
+        "| Profile | Tools | Streaming | Abort | Usage | Output-token limit | One forced tool only "
+        "| Token counting | Batch |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for shown, profile in CAPABILITY_PROFILES.items():
+        runtime = ReplayRuntime([]) if profile == "replay" else runtime_from_profile(profile)
+        caps = runtime.capabilities()
+        batch = f"yes (≤ {caps.max_batch_size})" if caps.physical_batch else "no"
+        cells = [
+            f"`{shown}`",
+            caps.structured_tools_fidelity,
+            _YES_NO[caps.streaming],
+            _YES_NO[caps.abort],
+            _YES_NO[caps.usage],
+            caps.output_token_limit_fidelity,
+            _YES_NO[caps.single_forced_tool_only],
+            _YES_NO[caps.token_counting],
+            batch,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def test_the_readme_shows_what_each_runtime_declares() -> None:
+    readme = (HERE.parent.parent / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- capabilities:start -->\n", "\n<!-- capabilities:end -->"
+    shown = readme[readme.index(start) + len(start) : readme.index(end)]
+    assert shown == capability_table(), (
+        "README capability table is stale; paste:\n" + capability_table()
+    )
