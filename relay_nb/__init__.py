@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     # runtimes
     "AnthropicRuntime": "relay_nb.runtime.anthropic",
     "ClaudeCodeRuntime": "relay_nb.runtime.claude_code",
+    "CodexCLIRuntime": "relay_nb.runtime.codex_cli",
+    "OpenCodeCLIRuntime": "relay_nb.runtime.opencode_cli",
     "OpenAICompatibleRuntime": "relay_nb.runtime.openai_compat",
     "ScriptedRuntime": "relay_nb.runtime.scripted",
     "RecordingRuntime": "relay_nb.runtime.replay",
@@ -123,8 +125,10 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.runtime.anthropic import AnthropicRuntime
     from relay_nb.runtime.base import BaseRuntime, ModelRuntime
     from relay_nb.runtime.claude_code import ClaudeCodeRuntime
+    from relay_nb.runtime.codex_cli import CodexCLIRuntime
     from relay_nb.runtime.conformance import check_batch_conformance, check_runtime_conformance
     from relay_nb.runtime.openai_compat import OpenAICompatibleRuntime
+    from relay_nb.runtime.opencode_cli import OpenCodeCLIRuntime
     from relay_nb.runtime.profiles import runtime_from_profile
     from relay_nb.runtime.replay import RecordingRuntime, ReplayRuntime
     from relay_nb.runtime.scripted import ScriptedRuntime

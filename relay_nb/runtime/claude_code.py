@@ -19,23 +19,27 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.errors import InvocationError
 from relay_nb.runtime.base import single_forced_tool
-from relay_nb.runtime.harness_limits import rate_limit_error
-from relay_nb.runtime.process import ProcessOutput, ProcessRuntime, exit_description
+from relay_nb.runtime.harness_common import (
+    MODEL_NAME,
+    check_extra_args,
+    checked_model,
+    harness_capabilities,
+    render_prompt,
+    reported_count,
+    token_warnings,
+)
+from relay_nb.runtime.harness_limits import harness_failure
+from relay_nb.runtime.process import ProcessOutput, ProcessRuntime
 from relay_nb.runtime.types import (
-    Capabilities,
     InvocationRequest,
     InvocationResult,
-    Message,
-    TextPart,
     ToolCall,
-    ToolCallPart,
-    ToolResultPart,
     ToolSpec,
     Usage,
 )
@@ -44,20 +48,6 @@ __all__ = ["ClaudeCodeProfile", "ClaudeCodeRuntime"]
 
 PROVIDER = "claude-code"
 _LABEL = "Claude Code"
-
-_CAPABILITIES = Capabilities(
-    structured_tools=True,
-    structured_tools_fidelity="native",
-    streaming=False,
-    abort=True,
-    usage=True,
-    output_token_limit_fidelity="unavailable",
-    physical_batch=False,
-    single_forced_tool_only=True,
-)
-
-_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,127}$")
-"""A model alias or id; never starting with '-', so it cannot be read as a CLI flag."""
 
 # Flags this runtime sets itself, or that would give the model tools to run: extra_args
 # may not override them, because "model-written code is never executed" must hold.
@@ -91,6 +81,8 @@ class ClaudeCodeRuntime(ProcessRuntime):
     on timeout or abort the CLI and everything it spawned are killed.
     """
 
+    provider = PROVIDER
+
     def __init__(
         self,
         model: str = "sonnet",
@@ -102,34 +94,19 @@ class ClaudeCodeRuntime(ProcessRuntime):
         max_output_bytes: int = 8_000_000,
         timeout: float | None = 300.0,
     ) -> None:
-        if not _MODEL_NAME.match(model):
-            raise ConfigurationError(
-                f"model {model!r} is not a Claude model alias or id (e.g. 'sonnet')"
-            )
-        _check_extra_args(extra_args)
-        self.model = model
+        checked_model(model, MODEL_NAME, "is not a Claude model alias or id (e.g. 'sonnet')")
+        check_extra_args(extra_args, _RESERVED_FLAGS, runtime="ClaudeCodeRuntime")
         super().__init__(
-            runtime_id=f"{PROVIDER}:{model}",
-            provider=PROVIDER,
+            model,
             executable=executable,
             profile=ClaudeCodeProfile(model),
-            capabilities=_CAPABILITIES,
+            capabilities=harness_capabilities("native"),
             extra_args=extra_args,
             env=env,
             cwd=cwd,
             max_output_bytes=max_output_bytes,
             timeout=timeout,
         )
-
-
-def _check_extra_args(extra_args: Sequence[str]) -> None:
-    for arg in extra_args:
-        flag = arg.split("=", 1)[0]
-        if flag in _RESERVED_FLAGS:
-            raise ConfigurationError(
-                f"extra_args may not contain {flag}: ClaudeCodeRuntime sets it itself or it "
-                "would let the model run tools"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,92 +156,6 @@ def forced_tool(request: InvocationRequest) -> ToolSpec | None:
     """The one tool the CLI must fill (it takes a schema as an output constraint, not a menu
     of tools), or None for a text request; see :func:`single_forced_tool`."""
     return single_forced_tool(request, label=_LABEL)
-
-
-def render_prompt(request: InvocationRequest, tool: ToolSpec | None) -> str:
-    """The stdin text: the conversation (system messages go to --system-prompt) plus, for a
-    forced tool, its instructions, since the CLI passes the schema on but not as prose."""
-    turns = [m for m in request.messages if m.role != "system"]
-    if len(turns) == 1 and all(isinstance(p, TextPart) for p in turns[0].parts()):
-        body = turns[0].text()  # a single question reads best without transcript framing
-    else:
-        rendered = "\n\n".join(block for m in turns for block in _render_message(m))
-        body = (
-            "The conversation so far is below. Reply as the assistant to its last turn.\n\n"
-            + rendered
-        )
-    if tool is None:
-        return body
-    return body + "\n\n" + _tool_instructions(tool)
-
-
-def _render_message(message: Message) -> Iterator[str]:
-    """Blocks of a readable transcript; the CLI has no message list, only one prompt."""
-    for part in message.parts():
-        if isinstance(part, TextPart):
-            if part.text:
-                yield f"{message.role.capitalize()}:\n{part.text}"
-        elif isinstance(part, ToolCallPart):
-            arguments = json.dumps(part.input, ensure_ascii=False, sort_keys=True)
-            yield f"Assistant called tool {part.name} (call {part.id}) with input:\n{arguments}"
-        elif isinstance(part, ToolResultPart):
-            kind = "Error from" if part.is_error else "Result of"
-            yield f"{kind} tool call {part.tool_call_id}:\n{part.content}"
-
-
-def _tool_instructions(tool: ToolSpec) -> str:
-    lines = [
-        f'Answer by producing the input of the tool "{tool.name}" as a JSON object that '
-        "matches the given JSON schema."
-    ]
-    if tool.description.strip():
-        lines.append(f"Tool description: {tool.description.strip()}")
-    fields = schema_descriptions(tool.input_schema)
-    if fields:
-        lines.append("Field descriptions:")
-        lines += [f"- {path or '(the whole input)'}: {text}" for path, text in fields]
-    return "\n".join(lines)
-
-
-_MAX_SCHEMA_DEPTH = 32
-
-
-def schema_descriptions(schema: Any) -> list[tuple[str, str]]:
-    """Every ``description`` in a JSON schema with a readable path, in document order.
-
-    Walks the root, ``properties``, a single-schema ``items``, ``anyOf``/``oneOf``/``allOf``
-    branches and ``$defs``/``definitions``; other keywords are left to the CLI, which
-    receives the full schema anyway. Duplicates are dropped so a branch repeating its
-    parent's text does not say it twice.
-    """
-    found: list[tuple[str, str]] = []
-    _collect(schema, "", 0, found)
-    return list(dict.fromkeys(found))
-
-
-def _collect(schema: Any, path: str, depth: int, found: list[tuple[str, str]]) -> None:
-    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
-        return
-    description = schema.get("description")
-    if isinstance(description, str) and description.strip():
-        found.append((path, description.strip()))
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        for name, sub in properties.items():
-            _collect(sub, f"{path}.{name}" if path else str(name), depth + 1, found)
-    items = schema.get("items")
-    if isinstance(items, dict):
-        _collect(items, f"{path}[]" if path else "[]", depth + 1, found)
-    for keyword in ("anyOf", "oneOf", "allOf"):
-        branches = schema.get(keyword)
-        if isinstance(branches, list):
-            for branch in branches:
-                _collect(branch, path, depth + 1, found)
-    for keyword in ("$defs", "definitions"):
-        definitions = schema.get(keyword)
-        if isinstance(definitions, dict):
-            for name, sub in definitions.items():
-                _collect(sub, f"{keyword}.{name}", depth + 1, found)
 
 
 # -------------------------------------------------------------------------- result side
@@ -328,7 +219,7 @@ def build_result(
         tool_calls=[_tool_call(tool, report)] if tool is not None else [],
         usage=usage,
         stop_reason=stop if isinstance(stop, str) and len(stop) <= 64 else None,
-        warnings=_token_warnings(usage, request),
+        warnings=token_warnings(usage, request, label=_LABEL),
     )
 
 
@@ -339,7 +230,7 @@ def served_model(
     because picking one of several (e.g. a helper model) would be a guess."""
     if isinstance(model_usage, dict) and len(model_usage) == 1:
         (name,) = model_usage
-        if isinstance(name, str) and _MODEL_NAME.match(name):
+        if isinstance(name, str) and MODEL_NAME.match(name):
             return name, "provider-reported"
     return configured, "configured"
 
@@ -364,21 +255,12 @@ def _usage(report: Mapping[str, Any]) -> Usage:
     raw = report.get("usage")
     tokens: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
     return Usage(
-        input_tokens=_count(tokens.get("input_tokens")),
-        output_tokens=_count(tokens.get("output_tokens")),
-        cache_read_tokens=_count(tokens.get("cache_read_input_tokens")),
-        cache_write_tokens=_count(tokens.get("cache_creation_input_tokens")),
+        input_tokens=reported_count(tokens.get("input_tokens")),
+        output_tokens=reported_count(tokens.get("output_tokens")),
+        cache_read_tokens=reported_count(tokens.get("cache_read_input_tokens")),
+        cache_write_tokens=reported_count(tokens.get("cache_creation_input_tokens")),
         cost_usd=_cost(report.get("total_cost_usd")),
     )
-
-
-def _count(value: Any) -> int | None:
-    """A token count as reported, or None: a malformed number must not fail the result."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        return None
-    return int(value)
 
 
 def _cost(value: Any) -> float | None:
@@ -386,16 +268,6 @@ def _cost(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) and value >= 0 else None
-
-
-def _token_warnings(usage: Usage, request: InvocationRequest) -> list[str]:
-    limit, observed = request.max_output_tokens, usage.output_tokens
-    if limit is None or observed is None or observed <= limit:
-        return []
-    return [
-        f"OUTPUT_TOKEN_LIMIT_NOT_ENFORCED: requested {limit}, observed {observed}; "
-        f"{_LABEL} has no per-invocation output limit"
-    ]
 
 
 # ---------------------------------------------------------------------- failure side
@@ -409,50 +281,31 @@ _KNOWN_SUBTYPES = frozenset(
     }
 )
 _API_ERROR_STATUS = re.compile(r"^\s*API Error:\s*(\d{3})\b")
-_AUTH_TEXT = re.compile(
-    r"invalid (?:x-)?api[ -]?key|authentication[ _](?:error|failed)|\bunauthori[sz]ed\b"
-    r"|not (?:logged|signed) in|please run /login|\blog ?in again\b|oauth token"
-    r"|token (?:has )?expired|invalid (?:bearer )?(?:token|credentials?)"
-    r"|credentials? (?:are |is )?(?:missing|invalid|expired)|permission_error"
-    r"|api error:\s*40[13]\b",
-    re.IGNORECASE,
-)
-_UNAVAILABLE_TEXT = re.compile(r"\b(?:overloaded|unavailable|temporarily)\b", re.IGNORECASE)
+_LOGIN_HINT = "run `claude` once to log in, or check the key it is configured with"
 
 
 def classify_failure(
     report: Mapping[str, Any] | None, stderr: bytes, *, exit_code: int | None
 ) -> InvocationError:
-    """Steps 1-6 of the Relay harness order for a failed run.
+    """Steps 1-6 of the Relay harness order for a failed run (see
+    :func:`relay_nb.runtime.harness_limits.harness_failure`).
 
     ``report`` is the CLI's JSON result only when it says ``is_error`` (a successful answer
     is model prose and is never scanned). ``exit_code`` None means the run exited 0 but
     reported an error: only steps 1-4 apply then.
     """
     report_text = _report_text(report)
-    stderr_text = stderr.decode("utf-8", errors="replace")
-    status = _report_status(report, report_text)
-    if status in (401, 403):
-        return _auth_error(status)
-    limited = rate_limit_error(report_text, label=_LABEL, status_429=status == 429)
-    if limited is not None:
-        return limited
-    if _AUTH_TEXT.search(stderr_text) or _AUTH_TEXT.search(report_text):
-        return _auth_error(None)
-    limited = rate_limit_error(stderr_text, label=_LABEL, status_429=False)
-    if limited is not None:
-        return limited
-    if exit_code is None:
-        return InvocationError("RUNTIME_FAILURE", _failed_run_message(report), False)
-    if (status is not None and status >= 500 and status != 501) or any(
-        _UNAVAILABLE_TEXT.search(t) for t in (stderr_text, report_text)
-    ):
-        return InvocationError(
-            "PROVIDER_UNAVAILABLE",
-            f"{_LABEL} reports the model service is overloaded or unavailable; try again shortly",
-            True,
-        )
-    return InvocationError("RUNTIME_FAILURE", f"{_LABEL} {exit_description(exit_code)}", False)
+    subtype = report.get("subtype") if report is not None else None
+    detail = f" ({subtype})" if subtype in _KNOWN_SUBTYPES else ""
+    return harness_failure(
+        label=_LABEL,
+        login_hint=_LOGIN_HINT,
+        report_text=report_text,
+        stderr_text=stderr.decode("utf-8", errors="replace"),
+        status=_report_status(report, report_text),
+        exit_code=exit_code,
+        failed_run=f"reported a failed run{detail}",
+    )
 
 
 def _report_text(report: Mapping[str, Any] | None) -> str:
@@ -471,19 +324,3 @@ def _report_status(report: Mapping[str, Any] | None, text: str) -> int | None:
         return status
     match = _API_ERROR_STATUS.match(text)
     return int(match.group(1)) if match else None
-
-
-def _auth_error(status: int | None) -> InvocationError:
-    suffix = f" (HTTP {status})" if status is not None else ""
-    return InvocationError(
-        "AUTHENTICATION_FAILED",
-        f"{_LABEL} is not logged in or its credentials were refused{suffix}; run `claude` "
-        "once to log in, or check the key it is configured with",
-        False,
-    )
-
-
-def _failed_run_message(report: Mapping[str, Any] | None) -> str:
-    subtype = report.get("subtype") if report is not None else None
-    detail = f" ({subtype})" if subtype in _KNOWN_SUBTYPES else ""
-    return f"{_LABEL} reported a failed run{detail}"

@@ -1,10 +1,14 @@
-"""Rate-limit wording shared by the harness profiles (Claude Code now; Codex, OpenCode next).
+"""Failure wording shared by the harness profiles (Claude Code, Codex, OpenCode).
 
 A harness CLI reports a usage or rate limit in prose ("Weekly limit reached ∙ resets Oct 4,
 2pm"). :func:`rate_limit_error` recognises only the forms that say a limit was *hit* and
 rebuilds a short reason from fixed phrases plus a reset time re-rendered from strictly
 matched numbers, so nothing of the CLI's text (which may hold prompts, keys or provider
 payloads) is ever copied into the error. The harness is named by the caller's ``label``.
+
+:func:`harness_failure` applies the Relay harness order (structured status, structured
+limit, auth wording, limit wording, unavailability wording, exit code) to evidence a profile
+has already pulled out of its CLI's output, so every harness classifies the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +19,84 @@ from datetime import UTC, datetime
 
 from relay_nb.errors import InvocationError
 
-__all__ = ["Reset", "find_reset", "limit_reason", "rate_limit_error"]
+__all__ = [
+    "AUTH_TEXT",
+    "Reset",
+    "find_reset",
+    "harness_failure",
+    "limit_reason",
+    "rate_limit_error",
+]
+
+AUTH_TEXT = re.compile(
+    r"invalid (?:x-)?api[ -]?key|authentication[ _](?:error|failed)|\bunauthori[sz]ed\b"
+    r"|not (?:logged|signed) in|please run /login|\blog ?in again\b|oauth token"
+    r"|token (?:has )?expired|invalid (?:bearer )?(?:token|credentials?)"
+    r"|credentials? (?:are |is )?(?:missing|invalid|expired)|permission_error"
+    r"|api error:\s*40[13]\b|incorrect api key|invalid_api_key|no api key|api key (?:is )?missing"
+    r"|providerautherror|please (?:log|sign) ?in\b|sign in again",
+    re.IGNORECASE,
+)
+"""Wording that means the CLI's login or key was refused (any harness)."""
+_UNAVAILABLE_TEXT = re.compile(r"\b(?:overloaded|unavailable|temporarily)\b", re.IGNORECASE)
+
+
+def harness_failure(
+    *,
+    label: str,
+    login_hint: str,
+    report_text: str,
+    stderr_text: str,
+    status: int | None,
+    exit_code: int | None,
+    failed_run: str = "reported a failed run",
+) -> InvocationError:
+    """Steps 1-6 of the Relay harness order, from evidence the profile extracted.
+
+    ``report_text``/``status`` come from the CLI's structured error report (never from a
+    successful answer, which is model prose); ``exit_code`` None means the run exited 0 but
+    reported an error, so only steps 1-4 apply. ``login_hint`` says how to log in again;
+    ``failed_run`` is the fixed phrase for an exit-0 failure. No input text is copied.
+    """
+    if status in (401, 403):
+        return _auth_error(label, login_hint, status)
+    limited = rate_limit_error(report_text, label=label, status_429=status == 429)
+    if limited is not None:
+        return limited
+    if AUTH_TEXT.search(stderr_text) or AUTH_TEXT.search(report_text):
+        return _auth_error(label, login_hint, None)
+    limited = rate_limit_error(stderr_text, label=label, status_429=False)
+    if limited is not None:
+        return limited
+    if exit_code is None:
+        return InvocationError("RUNTIME_FAILURE", f"{label} {failed_run}", False)
+    if (status is not None and status >= 500 and status != 501) or any(
+        _UNAVAILABLE_TEXT.search(t) for t in (stderr_text, report_text)
+    ):
+        return InvocationError(
+            "PROVIDER_UNAVAILABLE",
+            f"{label} reports the model service is overloaded or unavailable; try again shortly",
+            True,
+        )
+    return InvocationError("RUNTIME_FAILURE", f"{label} {_exit_phrase(exit_code)}", False)
+
+
+def _exit_phrase(exit_code: int) -> str:
+    """As :func:`relay_nb.runtime.process.exit_description` (not imported: process imports
+    the runtime base, and this module stays a leaf)."""
+    if exit_code < 0:
+        return f"was killed by signal {-exit_code}"
+    return f"exited with code {exit_code}"
+
+
+def _auth_error(label: str, login_hint: str, status: int | None) -> InvocationError:
+    suffix = f" (HTTP {status})" if status is not None else ""
+    return InvocationError(
+        "AUTHENTICATION_FAILED",
+        f"{label} is not logged in or its credentials were refused{suffix}; {login_hint}",
+        False,
+    )
+
 
 _WORD_START = r"(?<![\w-])"
 """A whole word only: "first-rate", "corporate" or "per-request" must not read as a kind."""

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from relay_nb.errors import InvocationError
 from relay_nb.runtime.base import single_forced_tool
+from relay_nb.runtime.prompted import json_object, prompted_instructions
 from relay_nb.runtime.types import (
     InvocationRequest,
     InvocationResult,
@@ -206,7 +207,8 @@ def prompted_messages(request: InvocationRequest, tool: ToolSpec | None) -> list
     """
     system = request.system_text()
     if tool is not None:
-        system = f"{system}\n\n{_tool_instructions(tool)}" if system else _tool_instructions(tool)
+        instructions = prompted_instructions(tool)
+        system = f"{system}\n\n{instructions}" if system else instructions
     turns: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in request.messages:
         if message.role == "system":
@@ -235,18 +237,6 @@ def _prompted_blocks(message: Message, tool: ToolSpec | None) -> list[tuple[str,
             kind = "Tool error" if part.is_error else "Tool result"
             blocks.append(("user", f"{kind}:\n{part.content}"))
     return blocks
-
-
-def _tool_instructions(tool: ToolSpec) -> str:
-    schema = json.dumps(tool.input_schema, separators=(",", ":"), ensure_ascii=False)
-    lines = [
-        f'Reply with only a JSON object (no prose, no code fence): the input of the tool "'
-        f'{tool.name}".'
-    ]
-    if tool.description.strip():
-        lines.append(f"Tool description: {tool.description.strip()}")
-    lines.append(f"The JSON object must match this JSON schema: {schema}")
-    return "\n".join(lines)
 
 
 # -------------------------------------------------------------------------------- replies
@@ -464,33 +454,13 @@ def _arguments(
     raise _unusable_output(provider, f"arguments of its call to {tool}", truncated)
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.DOTALL | re.IGNORECASE)
-
-
 def _prompted_object(text: str, tool: str, provider: str, truncated: bool) -> dict[str, Any]:
-    """The JSON object a prompted reply holds: the whole text, a fenced block, or the first
-    object in it (small models like to wrap JSON in prose; the fidelity says "prompted")."""
-    stripped = text.strip()
-    candidates = [stripped]
-    fenced = _FENCE.search(stripped)
-    if fenced:
-        candidates.append(fenced.group(1))
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    start = stripped.find("{")
-    if start >= 0:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(stripped[start:])
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-    raise _unusable_output(provider, f"JSON object for tool {tool!r}", truncated)
+    """The JSON object a prompted reply holds (see :func:`json_object`); the fidelity says
+    "prompted", so it is not checked against the schema here."""
+    value = json_object(text)
+    if value is None:
+        raise _unusable_output(provider, f"JSON object for tool {tool!r}", truncated)
+    return value
 
 
 def _unusable_output(provider: str, what: str, truncated: bool) -> InvocationError:

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import signal
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -288,15 +289,25 @@ class ProcessRuntime(BaseRuntime):
     never appear in results, errors or ``repr``. Values under secret-looking names (see
     :func:`relay_nb.redaction.is_secret_name`) are registered as secrets, so a recording
     stays clean even when the CLI repeats one in its answer.
+
+    A subclass names its ``provider`` (the runtime id is ``provider:model``) and may set the
+    class attributes below; its constructor checks the model and ``extra_args`` and passes
+    the rest on.
     """
 
     kill_grace_s: float = DEFAULT_KILL_GRACE_S
+    workdir_prefix: str | None = None
+    """Set by a subclass to run each invocation in a fresh private temporary directory."""
+    trailing_args: tuple[str, ...] = ()
+    """Arguments after ``extra_args`` (e.g. ``-`` for "read the prompt from stdin")."""
+    forced_env: Mapping[str, str] | None = None
+    """The profile's own settings (e.g. switching a CLI's tools off): applied last, so
+    neither the caller's ``env`` nor this process's environment can override them."""
 
     def __init__(
         self,
+        model: str,
         *,
-        runtime_id: str,
-        provider: str,
         executable: str,
         profile: HarnessProfile,
         capabilities: Capabilities,
@@ -310,8 +321,8 @@ class ProcessRuntime(BaseRuntime):
             raise ValueError("executable must not be empty")
         if max_output_bytes <= 0:
             raise ValueError("max_output_bytes must be positive")
-        self.id = runtime_id
-        self.provider = provider
+        self.model = model
+        self.id = f"{self.provider}:{model}"
         self.executable = executable
         self.profile = profile
         self.extra_args = tuple(extra_args)
@@ -333,23 +344,39 @@ class ProcessRuntime(BaseRuntime):
     async def _invoke(
         self, request: InvocationRequest, *, on_text: TextCallback | None
     ) -> InvocationResult:
-        args, stdin = self.profile.prepare(request)  # refuses before anything is spawned
+        if self.workdir_prefix is None:
+            return await self._run(self.profile, request, cwd=self.cwd)
+        # A fresh, private, empty directory per invocation: the CLI finds no project files,
+        # instructions or config to act on, and a profile may keep files (a schema) there.
+        # Removed on every exit, including abort and timeout.
+        with tempfile.TemporaryDirectory(prefix=self.workdir_prefix) as workdir:
+            profile = self._profile_for(workdir)
+            return await self._run(profile, request, cwd=self.cwd or workdir)
+
+    def _profile_for(self, workdir: str) -> HarnessProfile:
+        """The profile for one invocation in ``workdir`` (see ``workdir_prefix``)."""
+        return self.profile
+
+    async def _run(
+        self, profile: HarnessProfile, request: InvocationRequest, *, cwd: str | None
+    ) -> InvocationResult:
+        args, stdin = profile.prepare(request)  # refuses before anything is spawned
         output = await run_process(
-            [self.executable, *args, *self.extra_args],
+            [self.executable, *args, *self.extra_args, *self.trailing_args],
             stdin,
             env=self._child_env(),
-            cwd=self.cwd,
+            cwd=cwd,
             max_output_bytes=self.max_output_bytes,
             kill_grace_s=self.kill_grace_s,
         )
         if output.exit_code != 0:
-            raise self.profile.classify_failure(output, request) or self._exit_failure(output)
-        return self.profile.parse(output, request)
+            raise profile.classify_failure(output, request) or self._exit_failure(output)
+        return profile.parse(output, request)
 
     def _child_env(self) -> dict[str, str] | None:
-        if self._env is None:
+        if self._env is None and self.forced_env is None:
             return None
-        return {**os.environ, **self._env}
+        return {**os.environ, **(self._env or {}), **(self.forced_env or {})}
 
     def _exit_failure(self, output: ProcessOutput) -> InvocationError:
         how = exit_description(output.exit_code)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.runtime.base import ModelRuntime
@@ -17,7 +18,9 @@ __all__ = ["PROFILE_KINDS", "parse_profile", "runtime_from_profile"]
 
 _FORMS = (
     "anthropic:MODEL (e.g. anthropic:claude-sonnet-4-6), claude-code:MODEL (e.g. "
-    "claude-code:sonnet), openai:MODEL (e.g. openai:gpt-4.1-mini), "
+    "claude-code:sonnet), codex:MODEL (e.g. codex:gpt-5), opencode:PROVIDER/MODEL (e.g. "
+    "opencode:anthropic/claude-sonnet-4-5, add ?prompted_tools=true for tools), "
+    "openai:MODEL (e.g. openai:gpt-4.1-mini), "
     "openai-compatible:MODEL@URL (e.g. openai-compatible:llama3.2@http://127.0.0.1:11434/v1), "
     "scripted:PATH (a JSON script), replay:PATH (a JSONL recording)"
 )
@@ -33,6 +36,30 @@ def _claude_code(value: str, options: dict[str, Any]) -> ModelRuntime:
     from relay_nb.runtime.claude_code import ClaudeCodeRuntime
 
     return ClaudeCodeRuntime(value, **options)
+
+
+def _codex(value: str, options: dict[str, Any]) -> ModelRuntime:
+    from relay_nb.runtime.codex_cli import CodexCLIRuntime
+
+    return CodexCLIRuntime(value, **options)
+
+
+def _opencode(value: str, options: dict[str, Any]) -> ModelRuntime:
+    """``opencode:PROVIDER/MODEL[?prompted_tools=true]``: the query form lets a bare profile
+    string (``RELAY_MODEL``, ``%relay --model``) opt in to prompted structured output."""
+    from relay_nb.runtime.opencode_cli import OpenCodeCLIRuntime
+
+    model, _, query = value.partition("?")
+    if query:
+        for key, raw in parse_qsl(query, keep_blank_values=True):
+            if key != "prompted_tools" or raw.lower() not in ("true", "false"):
+                raise ConfigurationError(
+                    "an opencode profile takes only ?prompted_tools=true or ?prompted_tools=false"
+                )
+            if "prompted_tools" in options:
+                raise ConfigurationError("prompted_tools is given twice (profile and option)")
+            options["prompted_tools"] = raw.lower() == "true"
+    return OpenCodeCLIRuntime(model, **options)
 
 
 def _openai(value: str, options: dict[str, Any]) -> ModelRuntime:
@@ -64,6 +91,8 @@ def _replay(value: str, options: dict[str, Any]) -> ModelRuntime:
 _BUILDERS: dict[str, Callable[[str, dict[str, Any]], ModelRuntime]] = {
     "anthropic": _anthropic,
     "claude-code": _claude_code,
+    "codex": _codex,
+    "opencode": _opencode,
     "openai": _openai,
     "openai-compatible": _openai_compatible,
     "scripted": _scripted,

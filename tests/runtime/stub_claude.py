@@ -17,30 +17,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
+import stub_common
+from stub_common import HANG_S, finish
+
 SECRET = "sk-ant-api03-STUBSECRET-do-not-leak"
 SERVED = "claude-sonnet-4-5-20250929"
-HANG_S = 30.0
 
 
 def record(argv: list[str], stdin: str, children: list[int]) -> None:
-    """Write the record atomically so a polling test never reads half a file."""
-    path = os.environ.get("STUB_CLAUDE_RECORD")
-    if not path:
-        return
-    data = {
-        "argv": argv,
-        "stdin": stdin,
-        "pid": os.getpid(),
-        "children": children,
-        "env_names": sorted(os.environ),  # names only: values may be keys
-    }
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-    os.replace(path + ".tmp", path)
+    stub_common.record("STUB_CLAUDE_RECORD", argv, stdin, children)
 
 
 def result(**fields: object) -> dict[str, object]:
@@ -74,38 +62,11 @@ def error_report(text: str, status: int | None) -> dict[str, object]:
 
 
 def emit(obj: object, code: int = 0, stderr: str = "") -> None:
-    sys.stdout.write(json.dumps(obj))
-    sys.stdout.flush()
-    if stderr:
-        sys.stderr.write(stderr)
-        sys.stderr.flush()
-    sys.exit(code)
+    finish(json.dumps(obj), code=code, stderr=stderr)
 
 
 def fail(stderr: str, code: int = 1) -> None:
-    sys.stderr.write(stderr)
-    sys.stderr.flush()
-    sys.exit(code)
-
-
-def spawn_sleeper(ignore_term: bool, escape: bool) -> int:
-    """A child that keeps the stub's stdout open, as a real helper process would; with
-    ``escape`` it starts its own session, out of reach of a process-group kill."""
-    code = "import signal,time\n"
-    if ignore_term:
-        code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    code += f"time.sleep({HANG_S})\n"
-    return subprocess.Popen([sys.executable, "-c", code], start_new_session=escape).pid
-
-
-def hang(argv: list[str], stdin: str, *, child: bool, ignore_term: bool, escape: bool) -> None:
-    if ignore_term:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    children = [spawn_sleeper(ignore_term, escape)] if child else []
-    time.sleep(0.2 if child else 0)  # let the child start and apply its own signal setup
-    record(argv, stdin, children)
-    time.sleep(HANG_S)
-    sys.exit(0)
+    finish(stderr=stderr, code=code)
 
 
 def flood(stream_name: str) -> None:
@@ -125,9 +86,8 @@ def main() -> None:
         emit(result())
     stdin = sys.stdin.read()
     if scenario in ("hang", "hang-child", "hang-ignore-term", "hang-escaped-child"):
-        hang(
-            argv,
-            stdin,
+        stub_common.hang(
+            lambda pids: record(argv, stdin, pids),
             child=scenario != "hang",
             ignore_term=scenario == "hang-ignore-term",
             escape=scenario == "hang-escaped-child",
@@ -137,17 +97,7 @@ def main() -> None:
     if scenario == "text":
         emit(result(structured_output={"answer": 42}) if schema_run else result())
     elif scenario == "steps":  # structured outputs in turn from a JSON list, one per run
-        path = os.environ["STUB_CLAUDE_STEPS"]
-        with open(path, encoding="utf-8") as fh:
-            steps = json.load(fh)
-        counter = path + ".n"
-        done = 0
-        if os.path.exists(counter):
-            with open(counter, encoding="utf-8") as fh:
-                done = int(fh.read())
-        with open(counter, "w") as fh:
-            fh.write(str(done + 1))
-        emit(result(structured_output=steps[done]))
+        emit(result(structured_output=stub_common.next_step("STUB_CLAUDE_STEPS")))
     elif scenario == "tool-in-result":
         emit(result(result='{"answer": 7}'))
     elif scenario == "tool-missing":

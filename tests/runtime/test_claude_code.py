@@ -11,10 +11,7 @@ import asyncio
 import gc
 import json
 import os
-import shlex
 import signal
-import stat
-import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -22,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_common import read_record, reaped, spawned, wait_for_record, wait_gone
 
 from relay_nb.errors import ConfigurationError, InvocationError, ModelRequestsBlocked
 from relay_nb.runtime import (
@@ -33,12 +31,12 @@ from relay_nb.runtime import (
     ToolSpec,
 )
 from relay_nb.runtime import process as process_module
-from relay_nb.runtime.claude_code import ClaudeCodeRuntime, schema_descriptions
+from relay_nb.runtime.claude_code import ClaudeCodeRuntime
+from relay_nb.runtime.harness_common import schema_descriptions
 from relay_nb.runtime.harness_limits import find_reset, rate_limit_error
 from relay_nb.runtime.process import exit_description, run_process
 from relay_nb.runtime.replay import RecordingRuntime
 
-STUB = Path(__file__).with_name("stub_claude.py")
 SECRET = "STUBSECRET"
 SERVED = "claude-sonnet-4-5-20250929"
 BASE_ARGS = ["-p", "--output-format", "json", "--model", "sonnet", "--tools", ""]
@@ -48,47 +46,9 @@ BASE_ARGS += ["--strict-mcp-config"]
 # ------------------------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="session")
-def stub_executable(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An absolute-path ``claude`` that execs the stub with this interpreter.
-
-    A wrapper (rather than the stub's own shebang) pins the venv's Python; ``exec`` keeps
-    the pid the runtime spawned equal to the stub's pid.
-    """
-    wrapper = tmp_path_factory.mktemp("bin") / "claude"
-    wrapper.write_text(
-        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(STUB))} "$@"\n'
-    )
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return str(wrapper)
-
-
 @pytest.fixture
-def record_path(tmp_path: Path) -> Path:
-    return tmp_path / "record.json"
-
-
-@pytest.fixture
-def make_runtime(stub_executable: str, record_path: Path) -> Callable[..., ClaudeCodeRuntime]:
-    def make(
-        scenario: str = "text", *, extra_env: dict[str, str] | None = None, **options: Any
-    ) -> ClaudeCodeRuntime:
-        env = {"STUB_CLAUDE_SCENARIO": scenario, "STUB_CLAUDE_RECORD": str(record_path)}
-        env.update(extra_env or {})
-        runtime = ClaudeCodeRuntime(executable=stub_executable, env=env, **options)
-        runtime.kill_grace_s = 0.3
-        return runtime
-
-    return make
-
-
-def spawned(record_path: Path) -> bool:
-    """Whether the stub ran at all (it records before doing anything else)."""
-    return record_path.exists()
-
-
-def read_record(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+def make_runtime(stub_runtimes: Callable[..., Any]) -> Callable[..., ClaudeCodeRuntime]:
+    return stub_runtimes(ClaudeCodeRuntime, "claude")
 
 
 def ask(text: str = "What is 6 x 7?", **fields: Any) -> InvocationRequest:
@@ -125,41 +85,6 @@ SUBMIT = ToolSpec(
     },
 )
 OTHER = ToolSpec(name="other", description="Another tool.")
-
-
-def is_gone(pid: int) -> bool:
-    """Dead for our purposes: no such process, or a zombie awaiting its (new) parent."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
-
-
-def reaped(pid: int) -> bool:
-    """Gone without even a zombie entry: our own child must be waited for, not orphaned."""
-    return not Path(f"/proc/{pid}").exists()
-
-
-def wait_gone(pids: list[int], within: float = 2.0) -> list[int]:
-    deadline = time.monotonic() + within
-    alive = [p for p in pids if not is_gone(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.02)
-        alive = [p for p in alive if not is_gone(p)]
-    return alive
-
-
-async def wait_for_record(path: Path, *, children: int, within: float = 5.0) -> dict[str, Any]:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if spawned(path):
-            data = read_record(path)
-            if len(data["children"]) >= children:
-                return data
-        await asyncio.sleep(0.02)
-    raise AssertionError("the stub never started")
 
 
 def open_fds() -> int:

@@ -33,8 +33,10 @@ import pytest
 from relay_nb.runtime.anthropic import AnthropicRuntime
 from relay_nb.runtime.base import ModelRuntime
 from relay_nb.runtime.claude_code import ClaudeCodeRuntime
+from relay_nb.runtime.codex_cli import CodexCLIRuntime, strict_schema
 from relay_nb.runtime.conformance import check_runtime_conformance
 from relay_nb.runtime.openai_compat import OpenAICompatibleRuntime
+from relay_nb.runtime.opencode_cli import OpenCodeCLIRuntime
 from relay_nb.runtime.replay import RecordingRuntime, ReplayRuntime
 from relay_nb.runtime.scripted import ScriptedRuntime
 from relay_nb.runtime.types import (
@@ -111,6 +113,8 @@ class Case:
     declared: Callable[[], Declared]
     request: InvocationRequest
     stream: bool = False
+    schema_sent: dict[str, Any] | None = None
+    """The schema the provider must receive, when the runtime rewrites it on purpose."""
 
 
 CaseFactory = Callable[[Path], AbstractAsyncContextManager[Case]]
@@ -217,6 +221,54 @@ async def _claude_code(tmp: Path) -> AsyncIterator[Case]:
     yield Case(runtime, declared, forced_request(with_other=False))
 
 
+def _cli_record(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@asynccontextmanager
+async def _codex(tmp: Path) -> AsyncIterator[Case]:
+    """Codex enforces OpenAI-strict schemas: the runtime closes every object, makes optional
+    properties nullable and sends a free-form object as a JSON string; the model answers in
+    that form and the runtime maps it back."""
+    record = tmp / "record.json"
+    strict_answer = {**PAYLOAD, "nested": json.dumps(PAYLOAD["nested"], ensure_ascii=False)}
+    env = {
+        "STUB_CODEX_ANSWER": json.dumps(strict_answer, ensure_ascii=False),
+        "STUB_CODEX_RECORD": str(record),
+    }
+    runtime = CodexCLIRuntime(
+        "gpt-5", executable=_stub_executable(tmp, "codex", "stub_codex.py"), env=env
+    )
+
+    def declared() -> Declared:
+        seen = _cli_record(record)
+        schema = seen.get("schema")
+        return Declared("submit", schema, "--output-schema" in seen["argv"])
+
+    request = forced_request(with_other=False)
+    yield Case(runtime, declared, request, schema_sent=strict_schema(SCHEMA))
+
+
+@asynccontextmanager
+async def _opencode(tmp: Path) -> AsyncIterator[Case]:
+    """OpenCode has no structured output: opted in, the schema rides in the prompt and the
+    answer (here fenced, as models like to write it) is parsed and validated."""
+    record = tmp / "record.json"
+    answer = "Here is the input:\n```json\n" + json.dumps(PAYLOAD, ensure_ascii=False) + "\n```"
+    env = {"STUB_OPENCODE_ANSWER": answer, "STUB_OPENCODE_RECORD": str(record)}
+    runtime = OpenCodeCLIRuntime(
+        "anthropic/claude-sonnet-4-5",
+        prompted_tools=True,
+        executable=_stub_executable(tmp, "opencode", "stub_opencode.py"),
+        env=env,
+    )
+    yield Case(
+        runtime,
+        lambda: prompted_declaration(_cli_record(record)["stdin"]),
+        forced_request(with_other=False),
+    )
+
+
 def _scripted_step(request: InvocationRequest) -> dict[str, Any]:
     return {"tool_calls": [{"name": request.tool_choice.name, "input": PAYLOAD}]}  # type: ignore[union-attr]
 
@@ -258,6 +310,8 @@ CASES: dict[str, CaseFactory] = {
     ),
     "openai-compatible-prompted": lambda tmp: _openai(tmp, tools=False, structured="prompt"),
     "claude-code": _claude_code,
+    "codex": _codex,
+    "opencode-prompted": _opencode,
     "scripted": _scripted,
     "replay": _replay,
 }
@@ -286,10 +340,15 @@ async def test_the_same_forced_tool_request_gives_the_same_tool_call(
     assert declared.name == "submit"
     assert declared.forced, f"{name}: the provider was not told to use submit"
     if declared.schema is not None:
-        assert declared.schema == SCHEMA, f"{name}: the schema changed on the way"
+        expected = case.schema_sent or SCHEMA
+        assert declared.schema == expected, f"{name}: the schema changed on the way"
     if declared.streamed is not None:
         assert declared.streamed == case.stream
-    assert result.output_text == "" or name.startswith("openai-compatible-")
+    assert result.output_text == "" or name.startswith(("openai-compatible-", "opencode"))
+    prompted = case.runtime.capabilities().structured_tools_fidelity == "prompted"
+    warned = any(w.startswith("STRUCTURED_OUTPUT_PROMPTED") for w in result.warnings)
+    assert warned == name.startswith("opencode"), result.warnings
+    assert not warned or prompted
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -331,6 +390,11 @@ CAPABILITY_PROFILES = {
         "openai-compatible:llama3.2@http://127.0.0.1:11434/v1?tools=false"
     ),
     "claude-code:MODEL": "claude-code:sonnet",
+    "codex:MODEL": "codex:gpt-5",
+    "opencode:PROVIDER/MODEL": "opencode:anthropic/claude-sonnet-4-5",
+    "opencode:PROVIDER/MODEL?prompted_tools=true": (
+        "opencode:anthropic/claude-sonnet-4-5?prompted_tools=true"
+    ),
     "scripted:PATH": "scripted:" + str(HERE.parent.parent / "examples" / "hello_script.json"),
     "replay:PATH": "replay",
 }

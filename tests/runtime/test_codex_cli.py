@@ -1,0 +1,359 @@
+"""CodexCLIRuntime against ``stub_codex.py`` (no real CLI): argv lockdown, event parsing,
+usage, strict output schemas, content-free failures, process lifecycle and one Relay turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from stub_common import read_record, spawned, wait_for_record, wait_gone
+
+from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.runtime import AbortSignal, InvocationRequest, Message, ToolChoice, ToolSpec
+from relay_nb.runtime.codex_cli import CodexCLIRuntime, from_strict, strict_schema
+from relay_nb.runtime.conformance import check_runtime_conformance
+from relay_nb.runtime.profiles import runtime_from_profile
+
+SECRET = "STUBSECRET"
+LOCKDOWN = [
+    'approval_policy="never"',
+    'sandbox_mode="read-only"',
+    'web_search="disabled"',
+    "tools.web_search=false",
+    "mcp_servers={}",
+    "features.shell_tool=false",
+    "features.unified_exec=false",
+    "features.apply_patch_freeform=false",
+    "features.view_image_tool=false",
+    "features.web_search_request=false",
+    "project_doc_max_bytes=0",
+    'shell_environment_policy.inherit="none"',
+]
+BASE_ARGS = ["exec", "--json", "--model", "gpt-5", "--sandbox", "read-only"]
+BASE_ARGS += ["--skip-git-repo-check", "--ephemeral", "--color", "never"]
+BASE_ARGS += [arg for override in LOCKDOWN for arg in ("-c", override)]
+SUBMIT = ToolSpec(
+    name="submit",
+    description="Submit the answer.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "answer": {"type": "integer", "description": "The numeric answer."},
+            "unit": {"type": "string"},
+            "extra": {"type": "object", "description": "Anything else."},
+        },
+        "required": ["answer"],
+    },
+)
+
+pytestmark = pytest.mark.usefixtures("loopback_model_requests")
+
+
+@pytest.fixture
+def codex_stub(stub_cli: Callable[[str], str]) -> str:
+    return stub_cli("codex")
+
+
+@pytest.fixture
+def make_runtime(stub_runtimes: Callable[..., Any]) -> Callable[..., CodexCLIRuntime]:
+    return stub_runtimes(CodexCLIRuntime, "codex")
+
+
+def ask(text: str = "What is 6 x 7?", **fields: Any) -> InvocationRequest:
+    return InvocationRequest(messages=[Message.user(text)], **fields)
+
+
+def exists(path: str | Path) -> bool:
+    return os.path.exists(path)
+
+
+# ------------------------------------------------------------------------------ requests
+
+
+async def test_text_request_runs_the_locked_down_command(make_runtime, record_path: Path) -> None:
+    request = InvocationRequest(messages=[Message.system("Be terse."), Message.user("hi")])
+    result = await make_runtime().invoke(request)
+
+    record = read_record(record_path)
+    assert record["argv"] == [*BASE_ARGS, "-"]
+    assert record["stdin"] == "<instructions>\nBe terse.\n</instructions>\n\nhi"
+    assert Path(record["cwd"]).name.startswith("relay-codex-")
+    assert not exists(record["cwd"])  # the private working directory is removed
+    assert (result.provider, result.model, result.model_source) == ("codex", "gpt-5", "configured")
+    assert result.output_text == "Hello from the stub." and result.tool_calls == []
+    assert result.usage.model_dump() == {
+        "input_tokens": 20,  # 120 reported, of which 100 were cache reads
+        "output_tokens": 7,
+        "total_tokens": 127,
+        "cache_read_tokens": 100,
+        "cache_write_tokens": None,
+        "cost_usd": None,  # Codex reports no cost; Relay never invents one
+        "estimated": False,
+    }
+    assert result.warnings == []
+
+
+async def test_extra_args_go_before_the_stdin_marker(make_runtime, record_path: Path) -> None:
+    runtime = make_runtime(extra_args=["-c", "model_reasoning_effort=low"])
+    await runtime.invoke(ask())
+
+    assert read_record(record_path)["argv"] == [*BASE_ARGS, "-c", "model_reasoning_effort=low", "-"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sandbox", "danger-full-access"],
+        ["-sdanger-full-access"],
+        ["--yolo"],
+        ["--dangerously-bypass-approvals-and-sandbox"],
+        ["--full-auto"],
+        ["--enable", "shell_tool"],
+        ["--profile=mine"],
+        ["-m", "o3"],
+        ["--output-schema", "x.json"],
+        ["-c", "features.shell_tool=true"],
+        ["--config=sandbox_mode=danger-full-access"],
+        ['-cmcp_servers={a={command="sh"}}'],
+    ],
+)
+def test_extra_args_cannot_loosen_the_lockdown(args: list[str]) -> None:
+    with pytest.raises(ConfigurationError, match="extra_args may"):
+        CodexCLIRuntime(extra_args=args)
+
+
+@pytest.mark.parametrize("model", ["--yolo", "-m", "", "gpt 5"])
+def test_model_names_that_could_be_flags_are_refused(model: str) -> None:
+    with pytest.raises(ConfigurationError, match="not a Codex model id"):
+        CodexCLIRuntime(model)
+
+
+def test_identity_and_capabilities() -> None:
+    runtime = CodexCLIRuntime("gpt-5-codex")
+    assert (runtime.id, runtime.provider) == ("codex:gpt-5-codex", "codex")
+    assert runtime.capabilities().model_dump() == {
+        "structured_tools": True,
+        "streaming": False,
+        "abort": True,
+        "usage": True,
+        "structured_tools_fidelity": "native",
+        "output_token_limit_fidelity": "unavailable",
+        "physical_batch": False,
+        "max_batch_size": None,
+        "single_forced_tool_only": True,
+        "token_counting": False,
+    }
+
+
+# ---------------------------------------------------------------------- structured tools
+
+
+async def test_forced_tool_sends_a_strict_schema_and_maps_the_answer_back(
+    make_runtime, record_path: Path
+) -> None:
+    answer = {"answer": 42, "unit": None, "extra": json.dumps({"note": "x"})}
+    runtime = make_runtime(extra_env={"STUB_CODEX_ANSWER": json.dumps(answer)})
+    result = await runtime.invoke(ask(tools=[SUBMIT], tool_choice=ToolChoice.tool("submit")))
+
+    record = read_record(record_path)
+    assert record["argv"][-3:-1] == ["--output-schema", record["argv"][-2]]
+    assert record["schema"] == strict_schema(SUBMIT.input_schema)
+    assert "Tool description: Submit the answer." in record["stdin"]
+    assert "- answer: The numeric answer." in record["stdin"]
+    [call] = result.tool_calls
+    assert (call.name, call.input) == ("submit", {"answer": 42, "extra": {"note": "x"}})
+    assert result.output_text == "" and result.stop_reason == "tool_use"
+
+
+def test_strict_schema_closes_objects_and_encodes_free_form_ones() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "sql": {"type": "string", "default": "x"},
+            "opts": {"oneOf": [{"$ref": "#/$defs/O"}, {"type": "null"}]},
+            "rows": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["sql"],
+        "$defs": {"O": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    }
+    assert strict_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "sql": {"type": "string"},
+            "opts": {"anyOf": [{"anyOf": [{"$ref": "#/$defs/O"}, {"type": "null"}]}, NULL]},
+            "rows": {"anyOf": [{"type": "array", "items": FREE}, NULL]},
+        },
+        "required": ["sql", "opts", "rows"],
+        "additionalProperties": False,
+        "$defs": {
+            "O": {
+                "type": "object",
+                "properties": {"n": {"anyOf": [{"type": "integer"}, NULL]}},
+                "required": ["n"],
+                "additionalProperties": False,
+            }
+        },
+    }
+    strict = {"sql": "s", "opts": {"n": None}, "rows": ['{"a": 1}', "{}"]}
+    assert from_strict(strict, schema) == {"sql": "s", "opts": {}, "rows": [{"a": 1}, {}]}
+    assert strict_schema({"type": "object"}) == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
+
+
+NULL = {"type": "null"}
+FREE = {"type": "string", "description": "a JSON object, encoded as a string"}
+
+
+@pytest.mark.parametrize(
+    ("tools", "choice"),
+    [([SUBMIT], None), ([SUBMIT], ToolChoice.auto())],
+    ids=["no-choice", "auto"],
+)
+async def test_unforceable_tool_choices_are_refused_before_spawning(
+    make_runtime, record_path: Path, tools, choice
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime().invoke(ask(tools=tools, tool_choice=choice))
+
+    assert info.value.code == "INVALID_REQUEST"
+    assert not spawned(record_path)
+
+
+async def test_output_token_overrun_is_reported(make_runtime) -> None:
+    result = await make_runtime("many-tokens").invoke(ask(max_output_tokens=100))
+
+    assert result.warnings == [
+        "OUTPUT_TOKEN_LIMIT_NOT_ENFORCED: requested 100, observed 500; Codex has no "
+        "per-invocation output limit"
+    ]
+
+
+async def test_a_recovered_stream_error_does_not_fail_the_run(make_runtime) -> None:
+    result = await make_runtime("recovered-error").invoke(ask())
+
+    assert result.output_text == "Hello from the stub."
+
+
+# ------------------------------------------------------------------------------ failures
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "retryable", "message"),
+    [
+        ("auth", "AUTHENTICATION_FAILED", False, "refused (HTTP 401); run `codex login`"),
+        ("auth-stderr", "AUTHENTICATION_FAILED", False, "not logged in or its credentials"),
+        (
+            "rate-limit",
+            "RATE_LIMITED",
+            True,
+            "Codex rate limited: usage limit reached; resets Apr 28, 2026, 10:03pm",
+        ),
+        ("status-429", "RATE_LIMITED", True, "Codex rate limited: rate limit reached"),
+        ("unavailable", "PROVIDER_UNAVAILABLE", True, "overloaded or unavailable"),
+        ("nonzero", "RUNTIME_FAILURE", False, "Codex exited with code 3"),
+        ("failed-exit0", "RUNTIME_FAILURE", False, "Codex reported a failed run"),
+        ("tool-activity", "RUNTIME_FAILURE", False, "used a tool (command_execution)"),
+        ("malformed", "RUNTIME_FAILURE", False, "printed no JSON events"),
+        ("no-answer", "RUNTIME_FAILURE", False, "finished without an answer"),
+    ],
+)
+async def test_failures_are_classified_without_copying_cli_output(
+    make_runtime, scenario: str, code: str, retryable: bool, message: str
+) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime(scenario).invoke(ask())
+
+    assert (info.value.code, info.value.retryable) == (code, retryable)
+    assert message in info.value.message
+    assert SECRET not in str(info.value) and SECRET not in repr(info.value)
+
+
+async def test_a_non_json_structured_answer_is_refused(make_runtime) -> None:
+    request = ask(tools=[SUBMIT], tool_choice=ToolChoice.tool("submit"))
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("bad-structured").invoke(request)
+
+    assert info.value.message == "Codex returned no structured output for tool 'submit'"
+
+
+# --------------------------------------------------------------------- process lifecycle
+
+
+async def test_abort_kills_the_cli_and_its_child(make_runtime, record_path: Path) -> None:
+    abort = AbortSignal()
+
+    async def abort_when_started() -> dict[str, Any]:
+        record = await wait_for_record(record_path, children=1)
+        abort.abort()
+        return record
+
+    aborter = asyncio.ensure_future(abort_when_started())
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("hang-child").invoke(ask(), abort=abort)
+    record = await aborter
+
+    assert info.value.code == "ABORTED"
+    assert wait_gone([record["pid"], *record["children"]]) == []
+    assert not exists(record["cwd"])
+
+
+async def test_timeout_kills_the_cli(make_runtime, record_path: Path) -> None:
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("hang", timeout=1.0).invoke(ask())
+
+    assert (info.value.code, info.value.retryable) == ("PROVIDER_UNAVAILABLE", True)
+    assert wait_gone([read_record(record_path)["pid"]]) == []
+
+
+# ------------------------------------------------------------ conformance, profiles, e2e
+
+
+async def test_conformance_passes_against_the_stub(make_runtime) -> None:
+    report = await check_runtime_conformance(make_runtime())
+
+    assert report.passed, report.failures
+
+
+def test_codex_profile_resolves_with_options(codex_stub: str) -> None:
+    runtime = runtime_from_profile("codex:gpt-5-codex", executable=codex_stub, timeout=60)
+
+    assert isinstance(runtime, CodexCLIRuntime)
+    assert (runtime.id, runtime.executable, runtime.default_timeout) == (
+        "codex:gpt-5-codex",
+        codex_stub,
+        60,
+    )
+
+
+def test_a_relay_turn_answers_through_codex(codex_stub: str, tmp_path: Path) -> None:
+    """A whole tool-using turn: Relay drives Codex through the forced ``next_step`` tool,
+    the stub answers with a query over a DataFrame, then with the final answer."""
+    from relay_nb import Relay
+
+    steps = tmp_path / "steps.json"
+    sql = "SELECT SUM(amount) AS total FROM sales"
+    steps.write_text(
+        json.dumps([{"tool": "query_sales", "input": json.dumps({"sql": sql})}, {"answer": "60"}])
+    )
+    env = {"STUB_CODEX_SCENARIO": "steps", "STUB_CODEX_STEPS": str(steps)}
+    relay = Relay(CodexCLIRuntime(executable=codex_stub, env=env), ledger=False)
+    try:
+        relay.connect("sales", pd.DataFrame({"region": ["n", "s", "e"], "amount": [10, 20, 30]}))
+        turn = relay.ask("total sales?")
+    finally:
+        relay.close()
+
+    assert turn.answer == "60"
+    assert int(turn.df.iloc[0]["total"]) == 60
+    assert [call.name for call in turn.tool_calls] == ["query_sales"]
+    assert steps.with_suffix(".json.n").read_text() == "2"  # both steps were used
