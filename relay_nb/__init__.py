@@ -51,8 +51,16 @@ _EXPORTS: dict[str, str] = {
     "HTTPConnector": "relay_nb.connectors.http",
     "HTTPAuth": "relay_nb.connectors.http",
     "MongoConnector": "relay_nb.connectors.mongo",
+    "MCP": "relay_nb.connectors.mcp",
+    "MCPConnector": "relay_nb.connectors.mcp",
     "WebSearchConnector": "relay_nb.connectors.websearch",
     "QueryResult": "relay_nb.connectors.results",
+    "ConnectorType": "relay_nb.connectors.plugins",
+    "ConnectorTypeInfo": "relay_nb.connectors.plugins",
+    "ConnectorPluginWarning": "relay_nb.connectors.plugins",
+    "connector_types": "relay_nb.connectors.plugins",
+    "register_connector_type": "relay_nb.connectors.plugins",
+    "unregister_connector_type": "relay_nb.connectors.plugins",
     "Tool": "relay_nb.tools",
     "ToolResult": "relay_nb.tools",
     "ConnectorError": "relay_nb.errors",
@@ -107,7 +115,16 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.connectors.base import Connector
     from relay_nb.connectors.dataframe import DataFrameConnector
     from relay_nb.connectors.http import HTTPAuth, HTTPConnector
+    from relay_nb.connectors.mcp import MCP, MCPConnector
     from relay_nb.connectors.mongo import MongoConnector
+    from relay_nb.connectors.plugins import (
+        ConnectorPluginWarning,
+        ConnectorType,
+        ConnectorTypeInfo,
+        connector_types,
+        register_connector_type,
+        unregister_connector_type,
+    )
     from relay_nb.connectors.results import QueryResult
     from relay_nb.connectors.sql.connector import SQLConnector
     from relay_nb.connectors.websearch import WebSearchConnector

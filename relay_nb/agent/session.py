@@ -39,12 +39,14 @@ from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, ConnectorRegistry
 from relay_nb.context import (
+    ConnectorDocumentsSource,
     ConnectorSchemaSource,
     ContextResolver,
     ContextSource,
     RecentTurnsSource,
     allocate_budget,
 )
+from relay_nb.context.connector_documents import has_documents
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
@@ -184,19 +186,28 @@ class Session:
         for tool in connector.tools():
             self._check_tool_name(tool.name, ignore=old)
         if old is not None:
-            self.resolver.remove(f"schema:{connector.id}")
+            self._remove_sources(connector.id)
         self.connectors.add(connector, replace=True)  # closes the one it replaces
         self.resolver.add(ConnectorSchemaSource(connector))
+        if has_documents(connector):  # e.g. an MCP server's resources
+            self.resolver.add(ConnectorDocumentsSource(connector))
         return connector
 
     def remove_connector(self, connector_id: str, *, close: bool = True) -> None:
         """Unregister (and by default close) a connector; skills that use it go too."""
         self.connectors.remove(connector_id, close=close)
-        self.resolver.remove(f"schema:{connector_id}")
+        self._remove_sources(connector_id)
         for name in [
             n for n in self.skills.names() if connector_id in self.skills.get(n).connectors
         ]:
             self.skills.remove(name)
+
+    def _remove_sources(self, connector_id: str) -> None:
+        """Drop the context sources registered for a connector (its schema, its documents)."""
+        registered = {source.name for source in self.resolver.sources}
+        for name in (f"schema:{connector_id}", f"documents:{connector_id}"):
+            if name in registered:
+                self.resolver.remove(name)
 
     def add_tool(self, tool: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
         """Register an extra tool (a ``Tool`` or a plain typed function); ``replace=True``

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.tools import Tool
 
-__all__ = ["CONNECTOR_ID", "Connector", "check_connector_id"]
+__all__ = ["CONNECTOR_ID", "Connector", "ConnectorDocument", "check_connector_id"]
 
 CONNECTOR_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -28,14 +29,26 @@ def check_connector_id(connector_id: str) -> str:
     return connector_id
 
 
+@dataclass(frozen=True)
+class ConnectorDocument:
+    """A text a connector's system publishes for the model to read (an MCP server's
+    resources): neutral, so the context layer can rank it without knowing the connector."""
+
+    title: str
+    text: str
+    uri: str = ""
+    """Where it came from, for people (never a secret)."""
+
+
 class Connector(ABC):
     """One registered data system. Subclasses set ``id``, ``kind``, ``name``, ``description``
     and ``target``.
 
     Required: :meth:`tools` and :meth:`prompt_context`. The rest have working defaults and
     serve the registry: ``target`` and :meth:`object_names` fill the ``%relay --connectors``
-    table, :meth:`refresh` drops cached schema when its TTL expires or the analyst asks,
-    :meth:`close` runs on removal and at kernel shutdown.
+    table, :meth:`documents` feeds reference texts to the context layer, :meth:`refresh`
+    drops cached schema when its TTL expires or the analyst asks, :meth:`close` runs on
+    removal and at kernel shutdown.
     """
 
     id: str
@@ -57,6 +70,15 @@ class Connector(ABC):
     def object_names(self) -> list[str]:
         """What the model can query here (tables, collections, endpoints); may read the
         schema, so it can raise when the system is unreachable."""
+        return []
+
+    def documents(self) -> list[ConnectorDocument]:
+        """Reference texts the system offers beyond its schema (default: none).
+
+        Read by the context layer's documents source, which ranks them by the question into
+        the prompt; may be a round trip, so it runs in a worker thread under a timeout.
+        Connectors cache what they read here until :meth:`refresh`.
+        """
         return []
 
     def refresh(self) -> None:  # noqa: B027 - connectors without a schema cache need not override

@@ -7,7 +7,10 @@ lives here too: secrets appear only as environment variable *names* (``token_env
 ``${VAR}`` references, never inline — :func:`check_no_inline_secrets` runs on the text as
 written, before substitution.
 
-Each connector kind is imported only when a spec of that kind is built.
+A ``type`` that is not built-in is a plugin's (:mod:`relay_nb.connectors.plugins`): its entry
+is a :class:`PluginSpec`, whose ``config`` the plugin type's own model validates, with errors
+placed in the file like a built-in's. Each connector kind is imported only when a spec of
+that kind is built.
 """
 
 from __future__ import annotations
@@ -17,18 +20,35 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.mcp.spec import MCPSpecConfig
+from relay_nb.connectors.plugins import find_connector_type, unknown_type_message
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import option_secrets
 
 __all__ = [
+    "ENTRY_TAGS",
     "ENV_REFERENCE",
     "SPEC_TYPES",
+    "ConfigEntry",
     "ConnectorSpec",
     "HTTPSpecConfig",
+    "MCPSpecConfig",
     "MongoSpecConfig",
+    "PluginSpec",
     "SQLSpecConfig",
     "WebSearchSpecConfig",
     "build_connector",
@@ -38,6 +58,11 @@ __all__ = [
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${VAR}``: how a config file refers to an environment variable (group 1: its name)."""
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|pass|session", re.IGNORECASE)
+_SECRET_OPTION = re.compile(
+    r"(?:^|_)(?:password|passwd|secret|token|api_?key|access_?key|private_?key|credentials?)$"
+)
+"""A config key holding a credential (``password``, ``auth_token``, ``client_secret``…), read
+on the key in snake_case; ``*_env`` keys name a variable and ``sort_key`` is no secret."""
 
 
 def _aliases(*names: str) -> Any:
@@ -128,26 +153,104 @@ class WebSearchSpec(_SpecBase):
     config: WebSearchSpecConfig = WebSearchSpecConfig()
 
 
+class MCPSpec(_SpecBase):
+    type: Literal["mcp"]
+    config: MCPSpecConfig
+
+
 SPEC_TYPES = frozenset(
     tag
-    for spec in (SQLSpec, MongoSpec, HTTPSpec, WebSearchSpec)
+    for spec in (SQLSpec, MongoSpec, HTTPSpec, WebSearchSpec, MCPSpec)
     for tag in get_args(spec.model_fields["type"].annotation)
 )
 """Every ``type`` a config entry may have (pydantic puts the one given into error paths)."""
 
 ConnectorSpec = Annotated[
-    SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec, Field(discriminator="type")
+    SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec | MCPSpec, Field(discriminator="type")
 ]
-"""One ``connectors[]`` entry of ``relay.config.json``."""
+"""A built-in ``connectors[]`` entry of ``relay.config.json`` (see :data:`ConfigEntry`)."""
+
+
+class PluginSpec(_SpecBase):
+    """An entry of a type a plugin or a notebook cell registered (``relay_nb.ConnectorType``).
+
+    Its ``config`` is checked by that type (its ``config_model``, or its factory's keyword
+    parameters) during validation, so a mistake is reported as ``connectors[2].config.path``
+    like a built-in's; relative ``path_options`` are read from the config file's directory
+    (the validation context's ``base_dir``).
+    """
+
+    type: str
+    config: dict[str, Any] = Field(default_factory=dict, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_type(cls, data: Any) -> Any:
+        kind = data.get("type") if isinstance(data, Mapping) else None
+        if isinstance(kind, str) and find_connector_type(kind) is None:
+            raise PydanticCustomError(
+                "unknown_connector_type", "{message}", {"message": unknown_type_message(kind)}
+            )
+        return data
+
+    @field_validator("config")
+    @classmethod
+    def _checked_by_its_type(cls, config: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        ctype = find_connector_type(info.data.get("type", ""))
+        if ctype is None:  # the type itself was refused: that error says it all
+            return config
+        base_dir = (info.context or {}).get("base_dir")
+        return ctype.check_options(config, base_dir=base_dir)
+
+
+def _entry_kind(value: Any) -> str | None:
+    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
+    if not isinstance(kind, str):
+        return None
+    return "builtin" if kind in SPEC_TYPES else "plugin"
+
+
+ENTRY_TAGS = frozenset({"builtin", "plugin"})
+"""The tags :data:`ConfigEntry` adds to pydantic's error locations (before the type's own)."""
+
+ConfigEntry = Annotated[
+    Annotated[ConnectorSpec, Tag("builtin")] | Annotated[PluginSpec, Tag("plugin")],
+    Discriminator(
+        _entry_kind,
+        custom_error_type="missing_connector_type",
+        custom_error_message=(
+            'an entry needs a "type": a built-in one (sql, postgres, mongo, http, websearch…) '
+            "or an installed plugin's"
+        ),
+        custom_error_context={},
+    ),
+]
+"""One ``connectors[]`` entry of ``relay.config.json``: a built-in spec, or a plugin's."""
 
 
 def build_connector(
-    spec: SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec, *, base_dir: Path | None = None
+    spec: SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec | MCPSpec | PluginSpec,
+    *,
+    base_dir: Path | None = None,
 ) -> Connector:
     """The live connector a (substituted) spec describes; relative file paths in it are
     resolved against ``base_dir`` (the config file's directory)."""
     check_connector_id(spec.id)
     common = {"name": spec.name, "description": spec.description}
+    if isinstance(spec, PluginSpec):
+        ctype = find_connector_type(spec.type)
+        if ctype is None:
+            raise ConfigurationError(f"connector type {spec.type!r} is no longer registered")
+        return ctype.create(spec.id, spec.config, **common)
+    if isinstance(spec, MCPSpec):
+        from relay_nb.connectors.mcp import mcp_connector_from_config
+
+        config = spec.config
+        if config.cwd and base_dir is not None:  # a server's directory, next to the config
+            config = config.model_copy(
+                update={"cwd": str((base_dir / Path(config.cwd).expanduser()).resolve())}
+            )
+        return mcp_connector_from_config(spec.id, config, **common)
     if isinstance(spec, SQLSpec):
         from relay_nb.connectors.sql.connector import SQLConnector
 
@@ -218,6 +321,7 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
             f"{where}.config has an inline API key; name its environment variable instead: "
             '"api_key_env": "TAVILY_API_KEY"'
         )
+    _refuse_secret_options(config, f"{where}.config")
 
 
 def _headers(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -266,3 +370,26 @@ def _refuse_references_in_names(value: Any, where: str) -> None:
                     f'("{key}": "MY_TOKEN"), not a ${{…}} reference to its value'
                 )
             _refuse_references_in_names(item, where)
+
+
+def _refuse_secret_options(value: Any, where: str) -> None:
+    """Any option named like a credential (a plugin's ``password``, ``token``…) must be a
+    whole ``${VAR}`` reference, at any depth of the entry's ``config``."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            place = f"{where}.{key}"
+            snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(key)).lower().replace("-", "_")
+            if (
+                isinstance(item, str)
+                and _SECRET_OPTION.search(snake)
+                and not ENV_REFERENCE.fullmatch(item.strip())
+            ):
+                raise ConfigurationError(
+                    f"{place} is a secret written inline; put it in an environment variable "
+                    f'and write "${{VARIABLE}}" as its value (or use the option that names the '
+                    "variable, if the connector has one)"
+                )
+            _refuse_secret_options(item, place)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_secret_options(item, f"{where}[{index}]")

@@ -4,6 +4,7 @@ May read ``relay_nb.connectors`` (the schema source); never the agent loop or no
 """
 
 from relay_nb.context.budget import Budget, allocate_budget, count_tokens, count_tokens_with
+from relay_nb.context.connector_documents import ConnectorDocumentsSource
 from relay_nb.context.render import render_context
 from relay_nb.context.resolver import ContextResolver
 from relay_nb.context.sources import (
@@ -25,6 +26,7 @@ from relay_nb.context.types import (
 
 __all__ = [
     "Budget",
+    "ConnectorDocumentsSource",
     "ConnectorSchemaSource",
     "DataFrameNamespaceSource",
     "NotesSource",

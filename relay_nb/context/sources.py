@@ -7,6 +7,9 @@ skill guardrails       100+       hard rules a skill states (never dropped first
 connector schemas      60-80      what is queryable, ranked by the question (70)
 notebook DataFrames    50-70      name, shape, dtypes, a few values (mentioned: 65)
 recent turns, memory   40-60      the last turns (newest 60) and compacted memory (40)
+connector documents    43-45      a connector's published texts (an MCP server's
+                                  resources), ranked by the question (45, 44, 43; see
+                                  ``context/connector_documents.py``)
 notes and documents    10-49      lexically retrieved chunks of user-supplied text (30)
 =====================  =========  ====================================================
 

@@ -20,8 +20,10 @@ The file is read at ``%load_ext relay_nb`` (from the working directory, or the p
 Order of checks, so nothing half-applies: the JSON parses; no secret is written inline
 (:func:`~relay_nb.connectors.specs.check_no_inline_secrets`); every ``${VAR}`` is set (a
 missing one is named with its place in the file; in a URL's ``user:password@`` or query the
-value is percent-encoded); pydantic validates the result; only then
-are connectors built — and if one cannot be, those already built are closed again.
+value is percent-encoded); pydantic validates the result — a ``type`` that is not built-in
+is looked up among the plugin types (``relay_nb.connector_types()``) and its ``config``
+checked by that type; only then are connectors built — and if one cannot be, those already
+built are closed again.
 """
 
 from __future__ import annotations
@@ -39,9 +41,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from relay_nb.agent.skills import Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.specs import (
+    ENTRY_TAGS,
     ENV_REFERENCE,
     SPEC_TYPES,
-    ConnectorSpec,
+    ConfigEntry,
     build_connector,
     check_no_inline_secrets,
 )
@@ -75,7 +78,7 @@ class RelayConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    connectors: list[ConnectorSpec] = []
+    connectors: list[ConfigEntry] = []
     skills: list[SkillSpec] = []
     schema_ttl_s: float | None = None
     base_dir: Path | None = Field(default=None, exclude=True)
@@ -110,7 +113,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RelayConf
                 check_no_inline_secrets(entry, f"{label}: connectors[{index}]")
     substituted = _substitute(raw, label, ())
     try:
-        config = RelayConfig.model_validate(substituted)
+        config = RelayConfig.model_validate(substituted, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise ConfigurationError(_validation_message(label, exc)) from None
     return config.model_copy(update={"base_dir": base_dir})
@@ -199,13 +202,21 @@ def _where(path: tuple[str | int, ...]) -> str:
 def _validation_message(label: str, exc: ValidationError) -> str:
     problems = []
     for error in exc.errors()[:_MAX_ERRORS]:
-        place = _where(tuple(p for p in error["loc"] if not _is_union_tag(p)))
+        place = _where(_without_union_tags(tuple(error["loc"])))
         problems.append(f"{place}: {error['msg']}")
     more = exc.error_count() - len(problems)
     suffix = f" (and {more} more)" if more > 0 else ""
     return f"{label} is not a valid relay config: " + "; ".join(problems) + suffix
 
 
-def _is_union_tag(part: Any) -> bool:
-    """pydantic puts the discriminator's value ('http', 'sql'…) into error locations."""
-    return isinstance(part, str) and part in SPEC_TYPES
+def _without_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """pydantic puts the union tags ('builtin', then the type: 'sqlite', 'http'…; or
+    'plugin') into a connector entry's error location, right after its index."""
+    if len(loc) < 2 or loc[0] != "connectors" or not isinstance(loc[1], int):
+        return loc
+    rest = list(loc[2:])
+    if rest and rest[0] in ENTRY_TAGS:
+        tag = rest.pop(0)
+        if tag == "builtin" and rest and rest[0] in SPEC_TYPES:
+            rest.pop(0)
+    return (*loc[:2], *rest)

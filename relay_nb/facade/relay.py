@@ -121,7 +121,11 @@ class Relay:
           ``headers``, ``openapi`` (a file or URL), ``methods``, ``timeout_s``;
         - ``"tavily"`` / ``"brave"`` / ``"serper"``: web search (``api_key_env``,
           ``max_results``);
-        - a ``Connector`` object.
+        - a ``Connector`` object, or an object with a ``build_connector(connector_id,
+          **options)`` method (``relay_nb.MCP(...)``);
+        - a connector plugin's URL (``"csvdir:///data"``) or type name (``"csvdir"``), for
+          types installed as plugins or registered with ``relay_nb.register_connector_type``
+          (``relay_nb.connector_types()`` lists them and their options).
 
         Every kind also takes ``name`` and ``description``. Nothing is registered when the
         connector cannot be built: a bad URL or option leaves the session as it was.

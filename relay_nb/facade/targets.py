@@ -6,6 +6,13 @@ URL a ``MongoConnector``; an ``http(s)://`` URL an ``HTTPConnector``; a web-sear
 name (``"tavily"``, ``"brave"``, ``"serper"``) a ``WebSearchConnector``; any other URL or a
 SQLAlchemy engine a ``SQLConnector``. Keyword options go to that connector; one it does not
 take is reported with the ones it does.
+
+Beyond the built-ins: an object with a ``build_connector(connector_id, **options)`` method (a
+descriptor such as ``relay_nb.MCP(...)``) builds its own connector; a URL whose scheme a
+connector type from a plugin or a cell claims (``csvdir:///data``), or that type's bare name
+(``relay.connect("files", "csvdir", path="data/")``, the JSON config's form), builds that
+type. Built-in schemes (``postgresql``, ``mongodb``, ``https``…) never reach a plugin, and
+the common SQL URLs are built without reading the installed plugins at all.
 """
 
 from __future__ import annotations
@@ -15,6 +22,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_nb.connectors.base import Connector
+from relay_nb.connectors.plugins import (
+    BUILTIN_SCHEMES,
+    TYPE_NAME,
+    ConnectorType,
+    connector_type_for_scheme,
+    find_connector_type,
+)
 from relay_nb.errors import ConfigurationError
 
 __all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "is_engine", "is_frame"]
@@ -33,6 +47,12 @@ def connector_for(connector_id: str, target: Any, options: Mapping[str, Any]) ->
                 "pass them to its constructor"
             )
         return target
+    if _is_descriptor(target):
+        return _from_descriptor(connector_id, target, options)
+    if isinstance(target, str):
+        plugin, url = _plugin_type(target)
+        if plugin is not None:
+            return plugin.connect(connector_id, options, url=url)
     factory, positional = _factory(target)
     _check_options(factory, options)
     return factory(connector_id, *positional, **options)
@@ -63,8 +83,9 @@ def _factory(target: Any) -> tuple[Callable[..., Connector], tuple[Any, ...]]:
     if not isinstance(target, str):
         raise ConfigurationError(
             f"connect() takes a DataFrame, a database URL, a mongodb:// or https:// URL, a "
-            f"web-search provider name {WEB_SEARCH_PROVIDERS}, a SQLAlchemy engine or a "
-            f"Connector — not {type(target).__name__}"
+            f"web-search provider name {WEB_SEARCH_PROVIDERS}, a SQLAlchemy engine, a "
+            "Connector, a connector plugin's type name or URL, or an object with a "
+            f"build_connector(connector_id, **options) method — not {type(target).__name__}"
         )
     scheme = target.split("://", 1)[0].lower() if "://" in target else ""
     if scheme in ("mongodb", "mongodb+srv"):
@@ -83,6 +104,47 @@ def _factory(target: Any) -> tuple[Callable[..., Connector], tuple[Any, ...]]:
     return _sql(), (target,)
 
 
+def _is_descriptor(target: Any) -> bool:
+    """An object (not a class) whose type has a ``build_connector`` method."""
+    return not isinstance(target, type) and callable(getattr(type(target), "build_connector", None))
+
+
+def _from_descriptor(connector_id: str, target: Any, options: Mapping[str, Any]) -> Connector:
+    """``target.build_connector(connector_id, **options)``, checked like a built-in: unknown
+    options are named with the accepted ones, and the result must be a Connector with the
+    id asked for (a descriptor returning something else is a bug to report clearly)."""
+    build = target.build_connector
+    _check_options(build, options, kind=type(target).__name__, skip_first=True)
+    connector = build(connector_id, **options)
+    if not isinstance(connector, Connector):
+        raise ConfigurationError(
+            f"{type(target).__name__}.build_connector() returned {type(connector).__name__}, "
+            "not a relay_nb.Connector"
+        )
+    if connector.id != connector_id:
+        connector.close()
+        raise ConfigurationError(
+            f"{type(target).__name__}.build_connector() built a connector with id "
+            f"{connector.id!r}, not {connector_id!r}"
+        )
+    return connector
+
+
+def _plugin_type(target: str) -> tuple[ConnectorType | None, str | None]:
+    """The plugin (or notebook) type a string names: by its URL's scheme, or as a bare type
+    name; ``(None, None)`` for everything the built-ins take."""
+    text = target.strip()
+    if "://" in text:
+        scheme = text.split("://", 1)[0].lower()
+        if scheme.split("+", 1)[0] in BUILTIN_SCHEMES:
+            return None, None  # the common case: no plugin metadata is read
+        return connector_type_for_scheme(scheme), text
+    word = text.lower()
+    if word in WEB_SEARCH_PROVIDERS or not TYPE_NAME.match(text):
+        return None, None
+    return find_connector_type(text), None
+
+
 def _sql() -> Callable[..., Connector]:
     from relay_nb.connectors.sql.connector import SQLConnector
 
@@ -97,19 +159,33 @@ def _web_search(cls: type[Connector], provider: str) -> Callable[..., Connector]
     return build
 
 
-def _check_options(factory: Callable[..., Connector], options: Mapping[str, Any]) -> None:
+def _check_options(
+    factory: Callable[..., Any],
+    options: Mapping[str, Any],
+    *,
+    kind: str | None = None,
+    skip_first: bool = False,
+) -> None:
     target = getattr(factory, "__wrapped__", factory)
-    parameters = inspect.signature(target).parameters
+    parameters = list(inspect.signature(target).parameters.values())
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return  # it takes anything: it checks its own options
+    if skip_first:  # a bound build_connector(connector_id, ...): the id is not an option
+        parameters = parameters[1:]
+        allowed = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    else:
+        allowed = (inspect.Parameter.KEYWORD_ONLY,)
     accepted = [
-        name
-        for name, p in parameters.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "provider"
+        p.name
+        for p in parameters
+        if p.kind in allowed and (skip_first or p.name != "provider")  # web search's own
     ]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        kind = getattr(target, "__name__", "this connector")
+        kind = kind or getattr(target, "__name__", "this connector")
         raise ConfigurationError(
-            f"{kind} does not take {', '.join(unknown)}; it takes: {', '.join(accepted)}"
+            f"{kind} does not take {', '.join(unknown)}; it takes: "
+            f"{', '.join(accepted) or 'no options'}"
         )
 
 

@@ -1,0 +1,19 @@
+"""The MCP connector: a Model Context Protocol server's tools, resources and prompts.
+
+``relay.connect("files", relay_nb.MCP(command=["python", "-m", "my_server"]))`` (stdio) or
+``relay.connect("docs", relay_nb.MCP(url="http://127.0.0.1:8000/mcp"))`` (streamable HTTP).
+Needs the optional extra: ``pip install 'relay-nb[mcp]'``. The ``mcp`` SDK is imported only
+when a connector is built, never by importing this package.
+"""
+
+from relay_nb.connectors.mcp.spec import MCP, MCPSpecConfig, mcp_connector_from_config
+
+__all__ = ["MCP", "MCPConnector", "MCPSpecConfig", "mcp_connector_from_config"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "MCPConnector":  # its module imports pandas (results); load it on demand
+        from relay_nb.connectors.mcp.connector import MCPConnector
+
+        return MCPConnector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,408 @@
+"""``MCPClientHost``: one MCP client session, kept alive on a background event loop.
+
+The SDK's client is an anyio async context: entered and exited in the same task, with task
+groups reading the transport for as long as it is open. A notebook has no task that lives
+that long (each cell, each turn, runs on whatever loop is current), so the connector owns a
+daemon thread running its own event loop, started lazily on first use. One *holder* task
+there enters the client and waits; every request runs as its own task on that loop and the
+caller awaits it from its own loop (``asyncio.wrap_future``) without blocking it, or blocks
+on it from sync code.
+
+Failure is bounded everywhere: connecting (start-up and handshake) has its own timeout, every
+request its timeout, and a request races the connection's death — a server that crashes
+mid-call fails the call at once, not when the timeout runs out. The next request after a
+crash reconnects (a fresh process); if that fails too, requests fail fast until
+:meth:`reset`. :meth:`close` ends the session and the server process with it (the SDK closes
+stdin, then terminates the process group) and joins the thread.
+
+Server stderr is read into a short ring buffer (and the debug log); errors quote its last
+lines only redacted, since a server may print its own credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from relay_nb.connectors.mcp.spec import Launch
+from relay_nb.errors import ConfigurationError, ConnectorError
+from relay_nb.redaction import redact
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+__all__ = ["MCPClientHost", "import_sdk"]
+
+T = TypeVar("T")
+logger = logging.getLogger("relay_nb.connectors.mcp")
+
+_CLOSE_TIMEOUT_S = 15.0
+"""Room for the SDK's shutdown: stdin closed, 2 s grace, SIGTERM, 2 s, SIGKILL."""
+_STDERR_LINES = 40
+_QUOTED_STDERR_CHARS = 300
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+
+
+def import_sdk() -> Any:
+    """The ``mcp`` package, or a ConfigurationError saying how to install it."""
+    try:
+        import mcp
+    except ImportError:
+        raise ConfigurationError(
+            "MCP servers need the official MCP SDK: pip install 'relay-nb[mcp]'"
+        ) from None
+    return mcp
+
+
+class _Connection:
+    """One client session (one server process, for stdio); lives on the host's loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.ready: asyncio.Future[Client] = loop.create_future()
+        self.stop = asyncio.Event()
+        self.dead = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.lost = False
+        """Set when a request saw the connection close: the next request reconnects at
+        once, while this one's holder still winds down."""
+
+    @property
+    def usable(self) -> bool:
+        return not (self.lost or self.dead.is_set())
+
+
+class MCPClientHost:
+    """Runs requests against one MCP server; see the module docstring."""
+
+    def __init__(
+        self, launch: Launch, *, label: str, connect_timeout_s: float, timeout_s: float
+    ) -> None:
+        self.launch = launch
+        self.label = label
+        self.connect_timeout_s = connect_timeout_s
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._conn: _Connection | None = None
+        self._holders: set[asyncio.Task[None]] = set()
+        self._broken: ConnectorError | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
+
+    # ------------------------------------------------------------------ any thread
+    def run(self, op: Callable[[Client], Awaitable[T]], *, what: str) -> T:
+        """Run ``op(client)`` and block until it is done (sync code, any thread)."""
+        future = self._submit(op, what)
+        try:
+            return future.result(timeout=self.connect_timeout_s + self.timeout_s + 5)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise self._error(f"did not answer {what} in time") from None
+
+    async def arun(self, op: Callable[[Client], Awaitable[T]], *, what: str) -> T:
+        """Run ``op(client)`` on the host's loop; awaiting it never blocks the caller's loop,
+        and cancelling the caller cancels the request."""
+        return await asyncio.wrap_future(self._submit(op, what))
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        """The server's last stderr lines, redacted (stdio servers only)."""
+        tail = "\n".join(list(self._stderr)[-lines:])
+        return redact(tail, extra=self.launch.secrets)
+
+    def reset(self) -> None:
+        """Allow reconnecting after a failed reconnect (``refresh()``)."""
+        self._broken = None
+
+    def close(self) -> None:
+        """End the session, stop the server process and the thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if threading.current_thread() is thread:  # closed from inside a request: stop later
+            loop.call_soon(lambda: asyncio.ensure_future(self._shutdown_and_stop(loop)))
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(_CLOSE_TIMEOUT_S)
+        except Exception as exc:  # a wedged transport must not stop the kernel from exiting
+            logger.warning("MCP server %r did not shut down cleanly: %r", self.label, exc)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+
+    # ------------------------------------------------------------------ the host's loop
+    def _submit(
+        self, op: Callable[[Client], Awaitable[T]], what: str
+    ) -> concurrent.futures.Future[T]:
+        loop = self._ensure_loop()
+        if threading.current_thread() is self._thread:
+            raise ConnectorError("an MCP request cannot wait for another on the same thread")
+        return asyncio.run_coroutine_threadsafe(self._execute(op, what), loop)
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise ConnectorError(
+                    f"the MCP connector {self.label!r} is closed; connect it again"
+                )
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_run_loop, args=(loop,), name=f"relay-mcp-{self.label}", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    async def _execute(self, op: Callable[[Client], Awaitable[T]], what: str) -> T:
+        conn = await self._connected()
+        assert conn.ready.done()
+        request = asyncio.ensure_future(op(conn.ready.result()))
+        died = asyncio.ensure_future(conn.dead.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {request, died}, timeout=self.timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            died.cancel()
+            if not request.done():
+                request.cancel()
+                with contextlib.suppress(BaseException):
+                    await request
+        if request in done and request.cancelled():  # the session was torn down under it
+            conn.lost = True
+            raise self._lost(what)
+        if request in done:
+            try:
+                return request.result()
+            except Exception as exc:
+                raise self._request_error(exc, what, conn) from None
+        if died in done:
+            conn.lost = True
+            raise self._lost(what)
+        raise self._error(
+            f"did not answer {what} within {self.timeout_s:g} s; the request was cancelled "
+            "(ask for less, or raise timeout_s)"
+        )
+
+    async def _connected(self) -> _Connection:
+        """The live connection, connecting (or reconnecting after a crash) if needed."""
+        conn = self._conn
+        if conn is None or not conn.usable:
+            if self._broken is not None:
+                raise self._broken
+            reconnecting = conn is not None
+            conn = self._conn = _Connection(asyncio.get_running_loop())
+            conn.task = asyncio.ensure_future(self._hold(conn))
+            self._holders.add(conn.task)
+            conn.task.add_done_callback(self._holders.discard)
+        else:
+            reconnecting = False
+        try:
+            await asyncio.wait_for(asyncio.shield(conn.ready), self.connect_timeout_s)
+        except TimeoutError:
+            conn.stop.set()
+            if conn.task is not None:
+                conn.task.cancel()
+            error = self._error(
+                f"did not complete the MCP handshake within {self.connect_timeout_s:g} s"
+                + self._stderr_note()
+                + "; check that the command starts an MCP server speaking on stdout"
+                if self.launch.transport == "stdio"
+                else f"did not complete the MCP handshake within {self.connect_timeout_s:g} s; "
+                "check the URL (it usually ends in /mcp)"
+            )
+            if reconnecting:
+                self._broken = error
+            raise error from None
+        except ConnectorError as exc:
+            if reconnecting:
+                self._broken = exc
+            raise
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if conn.ready.cancelled() and task is not None and not task.cancelling():
+                raise self._error("was closed while connecting") from None
+            raise  # the caller's own cancellation
+        return conn
+
+    async def _hold(self, conn: _Connection) -> None:
+        """Enter the client, publish it, and keep it open until asked to stop."""
+        stderr_file = None
+        loop = asyncio.get_running_loop()
+        warm = loop.run_in_executor(None, _warm_validator)  # meanwhile the server starts
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                mcp = import_sdk()
+                if self.launch.transport == "stdio":
+                    from mcp.client.stdio import stdio_client
+
+                    stderr_file = self._stderr_pipe()
+                    params = mcp.StdioServerParameters(
+                        command=self.launch.command,
+                        args=list(self.launch.args),
+                        env=self.launch.env or None,
+                        cwd=self.launch.cwd,
+                    )
+                    transport = stdio_client(params, errlog=stderr_file)
+                else:
+                    import httpx2
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    http = await stack.enter_async_context(
+                        httpx2.AsyncClient(
+                            headers=self.launch.headers,
+                            timeout=httpx2.Timeout(self.connect_timeout_s, read=300),
+                        )
+                    )
+                    transport = streamable_http_client(self.launch.url, http_client=http)
+                client = await stack.enter_async_context(
+                    mcp.Client(transport, read_timeout_seconds=self.timeout_s)
+                )
+                await warm  # part of connecting, not of the first call's timeout
+                if not conn.ready.done():
+                    conn.ready.set_result(client)
+                await conn.stop.wait()
+        except asyncio.CancelledError:
+            if not conn.ready.done():
+                conn.ready.cancel()
+        except BaseException as exc:  # an ExceptionGroup from the transport's task group
+            if not conn.ready.done():
+                conn.ready.set_exception(self._connect_error(exc))
+            else:
+                logger.info("MCP server %r connection ended: %r", self.label, _leaf(exc))
+        finally:
+            conn.dead.set()
+            if stderr_file is not None:
+                stderr_file.close()
+
+    def _stderr_pipe(self) -> Any:
+        """A file the server's stderr goes to; a daemon thread keeps its last lines."""
+        read_fd, write_fd = os.pipe()
+        reader = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
+        lines = self._stderr
+        label = self.label
+
+        def drain() -> None:
+            with reader:
+                for line in reader:
+                    text = line.rstrip()
+                    lines.append(text)
+                    logger.debug("MCP server %r: %s", label, redact(text))
+
+        threading.Thread(target=drain, name=f"relay-mcp-stderr-{label}", daemon=True).start()
+        return os.fdopen(write_fd, "w", encoding="utf-8")
+
+    async def _shutdown(self) -> None:
+        if self._conn is not None:
+            self._conn.stop.set()
+        holders = list(self._holders)
+        if holders:
+            await asyncio.wait(holders, timeout=_CLOSE_TIMEOUT_S - 1)
+
+    async def _shutdown_and_stop(self, loop: asyncio.AbstractEventLoop) -> None:
+        await self._shutdown()
+        loop.stop()
+
+    # ------------------------------------------------------------------ errors
+    def _error(self, message: str) -> ConnectorError:
+        return ConnectorError(
+            f"MCP server {self.label!r} {redact(message, extra=self.launch.secrets)}"
+        )
+
+    def _lost(self, what: str) -> ConnectorError:
+        if self._closed:
+            return self._error(f"was disconnected during {what}; the request did not complete")
+        how = "exited or crashed" if self.launch.transport == "stdio" else "went away"
+        return self._error(
+            f"closed the connection during {what} (the server {how}); the request did not "
+            "complete. The next call starts a new connection"
+        )
+
+    def _request_error(self, exc: Exception, what: str, conn: _Connection) -> ConnectorError:
+        code = getattr(exc, "code", None)
+        message = str(getattr(exc, "message", "") or "")
+        if type(exc).__name__ == "MCPError" and code == _CONNECTION_CLOSED:
+            conn.lost = True
+            conn.stop.set()
+            return self._lost(what)
+        if type(exc).__name__ == "MCPError" and code == _REQUEST_TIMEOUT:
+            return self._error(f"did not answer {what} within {self.timeout_s:g} s")
+        if type(exc).__name__ == "MCPError":
+            return self._error(f"refused {what}: {_clip(message, 300)} (MCP error {code})")
+        if isinstance(exc, ConnectorError):
+            return exc
+        return self._error(f"failed {what}: {type(exc).__name__}: {_clip(str(exc), 300)}")
+
+    def _connect_error(self, exc: BaseException) -> ConnectorError:
+        leaf = _leaf(exc)
+        if isinstance(leaf, ConfigurationError):
+            return ConnectorError(str(leaf))
+        if isinstance(leaf, FileNotFoundError) and self.launch.transport == "stdio":
+            return self._error(
+                f"could not be started: command {self.launch.command!r} was not found; give "
+                "its full path or check PATH"
+            )
+        if isinstance(leaf, PermissionError) and self.launch.transport == "stdio":
+            return self._error(f"could not be started: {self.launch.command!r} is not executable")
+        if type(leaf).__name__ == "MCPError" and getattr(leaf, "code", None) == _CONNECTION_CLOSED:
+            return self._error(
+                "closed the connection during the MCP handshake" + self._stderr_note()
+            )
+        name = type(leaf).__name__
+        if name.startswith(("Connect", "Remote")) or isinstance(leaf, OSError):
+            return self._error(
+                f"could not be reached at {self.launch.target} ({name}); is the server running?"
+            )
+        return self._error(
+            f"could not connect: {name}: {_clip(str(leaf), 300)}" + self._stderr_note()
+        )
+
+    def _stderr_note(self) -> str:
+        tail = self.stderr_tail(3)
+        return f". Its stderr ended with: {_clip(tail, _QUOTED_STDERR_CHARS)}" if tail else ""
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+
+def _warm_validator() -> None:
+    """Import jsonschema, which the SDK loads on the first call of a tool with an output
+    schema: it can take seconds, which would otherwise count against that call's timeout."""
+    with contextlib.suppress(Exception):
+        import jsonschema  # noqa: F401
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,139 @@
+"""An MCP tool result as relay_nb's ``ToolResult``: text for the model, tables for the analyst.
+
+- text content → the text the model reads (clipped, secrets redacted);
+- structured content that is a list of records (or an object holding exactly one such list,
+  as SDK servers wrap a returned list in ``{"result": [...]}``) → a ``QueryResult`` artifact
+  with the DataFrame, and the same compact CSV preview other connectors give the model;
+- images, audio and binary resources → a one-line placeholder (kind, MIME type, size): raw
+  bytes never go to the model;
+- ``isError`` → a tool error the model can correct itself from.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from relay_nb.connectors.results import QueryResult, frame_from_records, preview_for_model
+from relay_nb.redaction import redact
+from relay_nb.tools import ToolResult
+
+__all__ = ["content_text", "records_in", "tool_result"]
+
+
+def tool_result(
+    result: Any,
+    *,
+    connector_id: str,
+    tool: str,
+    arguments: Mapping[str, Any],
+    elapsed_ms: float,
+    max_chars: int,
+    secrets: Iterable[str] = (),
+) -> ToolResult:
+    """Map a ``CallToolResult`` (duck-typed: ``content``, ``structured_content``,
+    ``is_error``) to a ``ToolResult``."""
+    secrets = tuple(secrets)
+    text = content_text(getattr(result, "content", None) or [], max_chars=max_chars)
+    structured = getattr(result, "structured_content", None)
+    if getattr(result, "is_error", False):
+        message = text or "the tool reported an error without a message"
+        return ToolResult(
+            content=_clip(redact(f"{tool} failed: {message}", extra=secrets), max_chars),
+            is_error=True,
+        )
+    records = records_in(structured)
+    if records is not None:
+        call = json.dumps({"tool": tool, "arguments": dict(arguments)}, default=str)
+        query = QueryResult(
+            df=frame_from_records(redact(records, extra=secrets)),
+            executed_sql=call,
+            submitted_sql=call,
+            row_count=len(records),
+            truncated=False,
+            elapsed_ms=elapsed_ms,
+            connector_id=connector_id,
+            language="mcp",
+        )
+        preview = preview_for_model(query, max_chars=max_chars)
+        return ToolResult(content=redact(preview, extra=secrets), artifact=query)
+    if not text and structured is not None:
+        text = json.dumps(structured, default=str, ensure_ascii=False)
+    return ToolResult(
+        content=_clip(redact(text or "(the tool returned no content)", extra=secrets), max_chars)
+    )
+
+
+def records_in(structured: Any) -> list[dict[str, Any]] | None:
+    """The list of records in a structured result, if it is (or wraps) one."""
+    if _is_records(structured):
+        return list(structured)
+    if isinstance(structured, Mapping):
+        lists = [value for value in structured.values() if _is_records(value)]
+        if len(lists) == 1 and len(structured) == 1:
+            return list(lists[0])
+    return None
+
+
+def _is_records(value: Any) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes))
+        and len(value) > 0
+        and all(isinstance(item, Mapping) for item in value)
+    )
+
+
+def content_text(blocks: Sequence[Any], *, max_chars: int) -> str:
+    """The model-facing text of MCP content blocks, placeholders for anything binary."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(str(getattr(block, "text", "")))
+        elif kind in ("image", "audio"):
+            mime = getattr(block, "mime_type", None) or "unknown type"
+            size = _decoded_size(getattr(block, "data", ""))
+            parts.append(f"[{kind} ({mime}, {_size(size)}) returned; not shown to the model]")
+        elif kind == "resource":
+            parts.append(_embedded(getattr(block, "resource", None)))
+        elif kind == "resource_link":
+            name = getattr(block, "name", "") or "resource"
+            parts.append(f"[resource link: {name} <{getattr(block, 'uri', '')}>]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content omitted]")
+    return _clip("\n".join(parts), max_chars)
+
+
+def _embedded(resource: Any) -> str:
+    uri = getattr(resource, "uri", "")
+    text = getattr(resource, "text", None)
+    if isinstance(text, str):
+        return f"[resource {uri}]\n{text}"
+    mime = getattr(resource, "mime_type", None) or "binary"
+    size = _decoded_size(getattr(resource, "blob", ""))
+    return f"[resource {uri} ({mime}, {_size(size)}) returned; binary, not shown to the model]"
+
+
+def _decoded_size(data: Any) -> int | None:
+    if not isinstance(data, str):
+        return None
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    if size < 1024:
+        return f"{size} bytes"
+    return f"{size / 1024:.0f} KB"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,340 @@
+"""What an MCP connector connects to: the ``MCP(...)`` descriptor, its JSON config form, and
+the launch it resolves to (environment variables read, secrets registered).
+
+Secrets follow the HTTP connector's rule (:mod:`relay_nb.connectors.http.auth`): they are
+named by environment variable — ``env=["GITHUB_TOKEN"]`` passes one through to the server
+process, ``headers_env={"X-Api-Key": "DOCS_API_KEY"}`` sends one as a header,
+``auth={"type": "bearer", "token_env": "DOCS_TOKEN"}`` — and read when the connector is
+built, so a missing one fails then with its name. Values written inline (``env_values``,
+``headers``) work for settings, and warn with :class:`InlineSecretWarning` when their name
+looks like a credential. Every value handed to the server is registered for redaction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from relay_nb.connectors.http.auth import (
+    HTTPAuth,
+    InlineSecretWarning,
+    auth_headers,
+    check_extra_headers,
+    coerce_auth,
+)
+from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import is_secret_name, redact_url, register_secret, url_secrets
+
+if TYPE_CHECKING:
+    from relay_nb.connectors.mcp.connector import MCPConnector
+
+__all__ = ["MCP", "Launch", "MCPSpecConfig", "mcp_connector_from_config", "resolve_launch"]
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _alias(*names: str, default: Any = None) -> Any:
+    """snake_case first, then the camelCase spelling a ``relay.config.json`` may use."""
+    return Field(default=default, validation_alias=AliasChoices(*names))
+
+
+class MCPSpecConfig(BaseModel):
+    """An MCP server as a ``relay.config.json`` entry's ``config`` (and the fields of
+    :class:`MCP`): ``command`` (stdio) or ``url`` (streamable HTTP), exactly one.
+
+    ``env`` names variables passed through to the server process: a list of names, or a
+    mapping ``{"NAME_IN_SERVER": "NAME_HERE"}``. ``timeout_s`` bounds each request,
+    ``connect_timeout_s`` (default 30) starting the server and the MCP handshake.
+    ``read_only_tools`` lists server tools the analyst declares safe to run without
+    approval; ``tools`` keeps only the named ones.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    command: list[str] | None = None
+    args: list[str] = Field(default_factory=list)
+    env: list[str] | dict[str, str] | None = None
+    env_values: dict[str, str] | None = _alias("env_values", "envValues")
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    headers_env: dict[str, str] | None = _alias("headers_env", "headersEnv")
+    auth: HTTPAuth | None = None
+    timeout_s: float = _alias("timeout_s", "timeoutS", default=30.0)
+    connect_timeout_s: float | None = _alias("connect_timeout_s", "connectTimeoutS")
+    read_only_tools: list[str] = _alias("read_only_tools", "readOnlyTools", default=[])
+    tools: list[str] | None = None
+    trust_read_only_hints: bool = _alias(
+        "trust_read_only_hints", "trustReadOnlyHints", default=True
+    )
+    resources: bool = True
+    max_resources: int = _alias("max_resources", "maxResources", default=20)
+    max_resource_chars: int = _alias("max_resource_chars", "maxResourceChars", default=20_000)
+    max_result_chars: int = _alias("max_result_chars", "maxResultChars", default=4000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coerce(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        command = data.get("command")
+        if isinstance(command, str):  # "npx -y @modelcontextprotocol/server-filesystem ."
+            data["command"] = shlex.split(command)
+        auth = data.get("auth")
+        if auth is not None and not isinstance(auth, HTTPAuth):
+            try:
+                data["auth"] = coerce_auth(auth)
+            except ConfigurationError as exc:
+                raise ValueError(str(exc)) from None
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MCPSpecConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give exactly one of command=[...] (a server started over stdio) or "
+                "url='http://host:port/mcp' (a streamable-HTTP server)"
+            )
+        if self.command is not None and (not self.command or not self.command[0].strip()):
+            raise ValueError("command must name the program to run, e.g. ['python', '-m', 'srv']")
+        if self.url is not None:
+            scheme = urlsplit(self.url).scheme.lower()
+            if scheme not in ("http", "https") or not urlsplit(self.url).hostname:
+                raise ValueError("url must be an http(s) URL such as 'http://127.0.0.1:8000/mcp'")
+            for secret in url_secrets(self.url):
+                register_secret(secret)
+        http_only = ("headers", "headers_env", "auth")
+        if self.command is not None and any(getattr(self, f) for f in http_only):
+            raise ValueError("headers, headers_env and auth are for url= servers only")
+        stdio_only = ("env", "env_values", "cwd")
+        if self.url is not None and (any(getattr(self, f) for f in stdio_only) or self.args):
+            raise ValueError("args, env, env_values and cwd are for command= servers only")
+        for name in _env_sources(self.env).values():
+            _check_env_name(name, "env")
+        for name in (self.headers_env or {}).values():
+            _check_env_name(name, "headers_env")
+        for name in self.env_values or {}:
+            _check_env_name(name, "env_values")
+        for what in ("timeout_s", "connect_timeout_s"):
+            value = getattr(self, what)
+            if value is not None and not 0 < value <= 3600:
+                raise ValueError(f"{what} must be between 0 and 3600 seconds, got {value!r}")
+        for what in ("max_resources", "max_resource_chars", "max_result_chars"):
+            if getattr(self, what) < 1:
+                raise ValueError(f"{what} must be at least 1")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "stdio" if self.command is not None else "http"
+
+
+class MCP(MCPSpecConfig):
+    """An MCP server to connect: ``relay.connect("files", MCP(command=["python", "-m",
+    "my_server"]))`` (stdio) or ``relay.connect("docs", MCP(url="http://127.0.0.1:8000/mcp"))``
+    (streamable HTTP). See :class:`MCPSpecConfig` for the fields.
+
+    A frozen description only: nothing starts until :meth:`build_connector` (which
+    ``relay.connect`` calls) builds the connector, and the server is contacted when its tools
+    are first listed.
+    """
+
+    def build_connector(self, connector_id: str, **options: Any) -> MCPConnector:
+        """The :class:`MCPConnector` for this server under ``connector_id``.
+
+        ``name`` and ``description`` label it; any other option overrides the field of the
+        same name (``timeout_s=5``, ``read_only_tools=[...]``).
+        """
+        name = options.pop("name", None)
+        description = options.pop("description", None)
+        spec: MCPSpecConfig = self
+        if options:
+            unknown = sorted(set(options) - set(type(self).model_fields))
+            if unknown:
+                accepted = ", ".join(["name", "description", *type(self).model_fields])
+                raise ConfigurationError(
+                    f"MCP does not take {', '.join(unknown)}; it takes: {accepted}"
+                )
+            spec = _validated({**self.model_dump(exclude_unset=True), **options})
+        return _connector(connector_id, spec, name=name, description=description, warn=True)
+
+
+def mcp_connector_from_config(
+    connector_id: str,
+    config: MCPSpecConfig | Mapping[str, Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> MCPConnector:
+    """The connector a ``{"type": "mcp", "id": ..., "config": {...}}`` entry describes.
+
+    Config files have their inline secrets refused before this runs (``${VAR}`` references
+    are substituted by then), so values here do not warn.
+    """
+    spec = config if isinstance(config, MCPSpecConfig) else _validated(dict(config))
+    return _connector(connector_id, spec, name=name, description=description, warn=False)
+
+
+def _connector(
+    connector_id: str,
+    spec: MCPSpecConfig,
+    *,
+    name: str | None,
+    description: str | None,
+    warn: bool,
+) -> MCPConnector:
+    from relay_nb.connectors.mcp.connector import MCPConnector
+
+    return MCPConnector(connector_id, spec, name=name, description=description, warn=warn)
+
+
+def _validated(data: dict[str, Any]) -> MCPSpecConfig:
+    try:
+        return MCPSpecConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = "unknown field; see MCPSpecConfig for the fields an MCP server takes"
+        raise ConfigurationError(f"MCP {where + ': ' if where else ''}{message}") from None
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A resolved server: what to start (stdio) or where to connect (HTTP), with values.
+
+    ``repr`` and ``target`` never show a value from the environment or a header.
+    """
+
+    transport: Literal["stdio", "http"]
+    target: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    url: str = field(default="", repr=False)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Every value handed to the server (env values, header values): redacted from errors."""
+
+
+def resolve_launch(spec: MCPSpecConfig, connector_id: str, *, warn: bool = True) -> Launch:
+    """Read the environment variables ``spec`` names; fails naming a missing one."""
+    if spec.command is not None:
+        env: dict[str, str] = {}
+        for child, parent in _env_sources(spec.env).items():
+            env[child] = _env_value(parent, connector_id, f"environment variable {child}")
+        for child, value in (spec.env_values or {}).items():
+            if warn and is_secret_name(child):
+                _warn_inline(connector_id, f"env_values[{child!r}]", f'env=["{child}"]')
+            env[child] = value
+        for child, value in env.items():
+            if is_secret_name(child):
+                register_secret(value)
+        argv = [*spec.command, *spec.args]
+        cwd = os.path.expanduser(spec.cwd) if spec.cwd else None
+        if cwd is not None and not os.path.isdir(cwd):
+            raise ConfigurationError(f"MCP server {connector_id!r}: cwd {cwd} is not a directory")
+        return Launch(
+            transport="stdio",
+            target="stdio: " + shlex.join(argv),
+            command=argv[0],
+            args=tuple(argv[1:]),
+            cwd=cwd,
+            env=env,
+            secrets=tuple(env.values()),
+        )
+    assert spec.url is not None  # the validator requires one of the two
+    extra = check_extra_headers(spec.headers)
+    if warn:
+        for header in extra:
+            if _secret_header(header):
+                _warn_inline(
+                    connector_id, f"header {header!r}", f'headers_env={{"{header}": "VAR"}}'
+                )
+    from_env = {
+        header: _env_value(variable, connector_id, f"header {header}")
+        for header, variable in (spec.headers_env or {}).items()
+    }
+    from_env = check_extra_headers(from_env)
+    for value in from_env.values():
+        register_secret(value)
+    credentials = auth_headers(spec.auth, connector_id)
+    headers = {**extra, **from_env, **credentials}
+    if "authorization" in {h.lower() for h in headers} and urlsplit(spec.url).username:
+        raise ConfigurationError(
+            f"MCP server {connector_id!r}: the URL carries a user name and password and an "
+            "Authorization header is set too; give the credentials one way"
+        )
+    if len({h.lower() for h in headers}) < len(headers):
+        raise ConfigurationError(
+            f"MCP server {connector_id!r}: a header is set twice (headers, headers_env, auth); "
+            "give each header once"
+        )
+    return Launch(
+        transport="http",
+        target=redact_url(spec.url),
+        url=spec.url,
+        headers=headers,
+        secrets=tuple([*from_env.values(), *credentials.values(), *url_secrets(spec.url)]),
+    )
+
+
+def _env_sources(env: list[str] | dict[str, str] | None) -> dict[str, str]:
+    """``{name in the server: name here}`` for the variables passed through."""
+    if env is None:
+        return {}
+    if isinstance(env, dict):
+        return dict(env)
+    return {name: name for name in env}
+
+
+def _check_env_name(name: str, where: str) -> None:
+    if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+        raise ValueError(
+            f"{where} must hold environment variable names (e.g. 'GITHUB_TOKEN'), not values"
+        )
+
+
+def _env_value(variable: str, connector_id: str, what: str) -> str:
+    value = os.environ.get(variable)
+    if not value:
+        state = "is empty" if value == "" else "is not set"
+        raise ConfigurationError(
+            f"environment variable {variable} {state}; MCP server {connector_id!r} reads its "
+            f"{what} from it. Set it before connecting (os.environ[{variable!r}] = '…' in a "
+            f"cell, better a .env file or `export {variable}=…` before starting Jupyter)"
+        )
+    if "\0" in value:
+        raise ConfigurationError(f"environment variable {variable} contains a NUL character")
+    return value
+
+
+def _secret_header(name: str) -> bool:
+    lower = name.lower()
+    return lower in ("authorization", "proxy-authorization", "cookie") or is_secret_name(
+        lower.replace("-", "_")
+    )
+
+
+def _warn_inline(connector_id: str, what: str, instead: str) -> None:
+    warnings.warn(
+        f"MCP server {connector_id!r}: {what} looks like a secret written inline, so it "
+        f"travels with this notebook or config file; put it in an environment variable and "
+        f"name it instead ({instead})",
+        InlineSecretWarning,
+        stacklevel=5,
+    )
