@@ -54,13 +54,19 @@ DEMO_RUNS = {
     "demo-notebook": ["--notebook", "quickstart.ipynb"],
 }
 PROBE = """\
-# added by the secrets suite: every request this notebook's scripted models received
+# added by the secrets suite: every request this notebook's scripted models and local
+# provider stubs (a Chat Completions endpoint on 127.0.0.1, say) received
 import gc as _gc, json as _json
 from relay_nb.runtime.scripted import ScriptedRuntime as _Scripted
+from relay_nb.testing.stub_server import ScriptedStub as _Stub
 _prompts = [
     request.model_dump(mode="json")
     for _model in _gc.get_objects() if isinstance(_model, _Scripted)
     for request in _model.requests
+] + [
+    request.body
+    for _stub in _gc.get_objects() if isinstance(_stub, _Stub)
+    for request in _stub.requests
 ]
 with open({path!r}, "w", encoding="utf-8") as _file:
     _json.dump(_prompts, _file)
