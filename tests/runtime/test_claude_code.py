@@ -1,40 +1,32 @@
-"""ClaudeCodeRuntime and the process transport, against ``stub_claude.py`` (no real CLI).
+"""ClaudeCodeRuntime against ``stub_claude.py`` (no real CLI): argv, prompt rendering,
+structured output, model source, failure classification, secrets and the request switch.
 
 The stub records its argv/stdin/pids to a file and behaves per ``STUB_CLAUDE_SCENARIO``.
-Process-lifecycle tests check ``/proc`` directly: "aborted" must mean the CLI *and* its
-child are gone, not merely that an exception was raised.
+The shared limit wording is tested in ``test_harness_limits.py``, the process transport
+in ``test_process_transport.py``, and abort/timeout for every harness CLI in
+``test_harness_lifecycle.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import json
-import os
-import signal
-import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_common import read_record, reaped, spawned, wait_for_record, wait_gone
+from stub_common import read_record, spawned
 
 from relay_nb.errors import ConfigurationError, InvocationError, ModelRequestsBlocked
 from relay_nb.runtime import (
-    AbortSignal,
     InvocationRequest,
     Message,
     ToolCall,
     ToolChoice,
     ToolSpec,
 )
-from relay_nb.runtime import process as process_module
 from relay_nb.runtime.claude_code import ClaudeCodeRuntime
 from relay_nb.runtime.harness_common import schema_descriptions
-from relay_nb.runtime.harness_limits import find_reset, rate_limit_error
-from relay_nb.runtime.process import exit_description, run_process
 from relay_nb.runtime.replay import RecordingRuntime
 
 SECRET = "STUBSECRET"
@@ -85,11 +77,6 @@ SUBMIT = ToolSpec(
     },
 )
 OTHER = ToolSpec(name="other", description="Another tool.")
-
-
-def open_fds() -> int:
-    """This process's open descriptors: a leaked pipe end shows up here, not in a warning."""
-    return len(os.listdir("/proc/self/fd"))
 
 
 def assert_no_secret(error: BaseException) -> None:
@@ -423,70 +410,6 @@ async def test_rate_limit_reason_is_rebuilt_from_fixed_phrases(
     assert info.value.message == "Claude Code rate limited: weekly limit reached; resets Oct 4, 2pm"
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("5-hour limit reached ∙ resets 3:30pm", "5-hour limit reached; resets 3:30pm"),
-        (
-            "You\u2019ve hit your limit · resets 3pm (Europe/Berlin)",
-            "usage limit reached; resets 3pm",
-        ),
-        (
-            "Opus weekly limit reached, resets on October 12th",
-            "Opus weekly limit reached; resets Oct 12",
-        ),
-        ("Quota exceeded. Try again in 2 hours 5 minutes.", "quota exhausted; resets in 2h 5m"),
-        ("Credit balance is too low", "credit balance too low"),
-        ("429 Too Many Requests, resets at 17:45", "rate limit reached; resets 17:45"),
-    ],
-)
-def test_limit_wording_maps_to_a_fixed_reason(text: str, message: str) -> None:
-    error = rate_limit_error(text + " sk-secret-xyz", label="Claude Code", status_429=False)
-
-    assert error is not None
-    assert error.message == f"Claude Code rate limited: {message}"
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Context window limit reached; please /compact",
-        "Reached max turns limit (1)",
-        "You have used 90% of your weekly limit",
-        "output token limit exceeded",
-        "session started",
-        # A limit word only counts as a whole word, not as the tail of another one.
-        "the first-rate limit was exceeded",
-        "a corporate limit was exceeded",
-        "the separate limit was hit",
-        "per-request limit exceeded",
-        "the workplan limit was reached",
-        "first-rate limited edition",
-    ],
-)
-def test_limits_that_are_not_rate_limits_are_ignored(text: str) -> None:
-    assert rate_limit_error(text, label="Claude Code", status_429=False) is None
-
-
-def test_rate_limit_label_names_the_harness() -> None:
-    error = rate_limit_error("weekly limit reached", label="Codex", status_429=False)
-
-    assert error is not None
-    assert error.message == "Codex rate limited: weekly limit reached"
-    assert rate_limit_error("", label="Codex", status_429=True) is not None
-
-
-def test_epoch_reset_becomes_a_utc_time_and_a_retry_hint() -> None:
-    from datetime import UTC, datetime
-
-    now = datetime(2025, 10, 4, 12, 0, tzinfo=UTC)
-    reset = find_reset("claude ai usage limit reached|1759593600", now=now)  # 16:00 UTC
-
-    assert reset is not None
-    assert reset.phrase == "resets Oct 4, 16:00 UTC"
-    assert reset.seconds == 4 * 3600
-
-
 # ------------------------------------------------------------------------------ secrets
 
 
@@ -517,155 +440,6 @@ async def test_ordinary_env_values_are_not_treated_as_secrets(
     await RecordingRuntime(make_runtime("echo-env", extra_env=env), path).invoke(ask())
 
     assert value in path.read_text(encoding="utf-8")
-
-
-# --------------------------------------------------------------------- process lifecycle
-
-
-@pytest.mark.parametrize("scenario", ["oversize-stdout", "oversize-stderr"])
-async def test_oversize_output_kills_the_cli(
-    loopback_model_requests: None, make_runtime, record_path: Path, scenario: str
-) -> None:
-    with pytest.raises(InvocationError) as info:
-        await make_runtime(scenario, max_output_bytes=100_000).invoke(ask())
-
-    assert info.value.code == "RUNTIME_FAILURE"
-    assert "output exceeded 100000 bytes" in info.value.message
-    pid = read_record(record_path)["pid"]
-    assert reaped(pid)
-
-
-async def _abort_when_started(signal_: AbortSignal, record_path: Path, children: int) -> None:
-    await wait_for_record(record_path, children=children)
-    signal_.abort()
-
-
-async def test_abort_kills_the_cli_and_its_child_without_leaks(
-    loopback_model_requests: None, make_runtime, record_path: Path
-) -> None:
-    abort = AbortSignal()
-    fds_before = open_fds()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        aborter = asyncio.ensure_future(_abort_when_started(abort, record_path, children=1))
-        with pytest.raises(InvocationError) as info:
-            await make_runtime("hang-child").invoke(ask(), abort=abort)
-        await aborter
-        gc.collect()
-
-    assert info.value.code == "ABORTED"
-    assert open_fds() == fds_before
-    seen = read_record(record_path)
-    assert reaped(seen["pid"])
-    assert wait_gone(seen["children"]) == []
-    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
-
-
-async def test_timeout_kills_the_cli_and_its_child(
-    loopback_model_requests: None, make_runtime, record_path: Path
-) -> None:
-    started = time.monotonic()
-    with pytest.raises(InvocationError) as info:
-        await make_runtime("hang-child", timeout=1.0).invoke(ask())
-
-    assert (info.value.code, info.value.retryable) == ("PROVIDER_UNAVAILABLE", True)
-    assert time.monotonic() - started < 5
-    seen = read_record(record_path)
-    assert wait_gone([seen["pid"], *seen["children"]]) == []
-
-
-async def test_a_cli_that_ignores_sigterm_is_killed(
-    loopback_model_requests: None, make_runtime, record_path: Path
-) -> None:
-    abort = AbortSignal()
-    aborter = asyncio.ensure_future(_abort_when_started(abort, record_path, children=1))
-    with pytest.raises(InvocationError):
-        await make_runtime("hang-ignore-term").invoke(ask(), abort=abort)
-    await aborter
-
-    seen = read_record(record_path)
-    assert wait_gone([seen["pid"], *seen["children"]]) == []
-
-
-async def test_a_child_that_escaped_the_group_cannot_hang_the_invocation(
-    loopback_model_requests: None, make_runtime, record_path: Path, monkeypatch
-) -> None:
-    """A helper in its own session survives the group kill and holds stdout open; the
-    transport must still return (closing its pipe ends) rather than wait on it forever."""
-    monkeypatch.setattr(process_module, "_DRAIN_AFTER_KILL_S", 0.3)
-    abort = AbortSignal()
-    aborter = asyncio.ensure_future(_abort_when_started(abort, record_path, children=1))
-    fds_before = open_fds()
-    started = time.monotonic()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            with pytest.raises(InvocationError) as info:
-                await make_runtime("hang-escaped-child").invoke(ask(), abort=abort)
-            await aborter
-            gc.collect()
-    finally:
-        escaped = read_record(record_path)["children"] if spawned(record_path) else []
-        for pid in escaped:  # ours to clean up: the runtime rightly cannot reach it
-            os.kill(pid, signal.SIGKILL)
-
-    assert info.value.code == "ABORTED"
-    assert time.monotonic() - started < 3
-    assert reaped(read_record(record_path)["pid"])
-    assert open_fds() == fds_before  # our pipe ends were closed even though it holds its own
-    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
-
-
-async def test_cancelling_the_caller_kills_the_cli_and_propagates(
-    loopback_model_requests: None, make_runtime, record_path: Path
-) -> None:
-    task = asyncio.ensure_future(make_runtime("hang").invoke(ask()))
-    await wait_for_record(record_path, children=0)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-
-    assert wait_gone([read_record(record_path)["pid"]]) == []
-
-
-async def test_a_cli_that_never_reads_stdin_is_still_parsed(
-    loopback_model_requests: None, make_runtime
-) -> None:
-    result = await make_runtime("no-read").invoke(ask("x" * 2_000_000))
-
-    assert result.output_text == "Hello from the stub."
-
-
-@pytest.mark.parametrize(
-    ("exit_code", "text"),
-    [(1, "exited with code 1"), (3, "exited with code 3"), (-9, "was killed by signal 9")],
-)
-def test_exit_description_is_shared_wording(exit_code: int, text: str) -> None:
-    assert exit_description(exit_code) == text
-
-
-async def test_transport_feeds_and_drains_concurrently() -> None:
-    payload = os.urandom(3_000_000)  # far above any pipe buffer: sequential I/O would deadlock
-    output = await asyncio.wait_for(
-        run_process(["cat"], payload, env=None, cwd=None, max_output_bytes=4_000_000), 10
-    )
-
-    assert (output.exit_code, output.stdout, output.stderr) == (0, payload, b"")
-
-
-async def test_missing_executable_names_only_the_executable(
-    loopback_model_requests: None, tmp_path: Path
-) -> None:
-    missing = str(tmp_path / "no-such-dir" / "claude")
-    runtime = ClaudeCodeRuntime(executable=missing, env={"ANTHROPIC_API_KEY": f"sk-{SECRET}"})
-    with pytest.raises(InvocationError) as info:
-        await runtime.invoke(ask())
-
-    assert info.value.code == "RUNTIME_FAILURE"
-    assert info.value.message == (
-        f"executable {missing!r} not found; install it or pass executable=... with its path"
-    )
-    assert_no_secret(info.value)
 
 
 # ---------------------------------------------------------------------- request switch

@@ -1,9 +1,9 @@
 """CodexCLIRuntime against ``stub_codex.py`` (no real CLI): argv lockdown, event parsing,
-usage, strict output schemas, content-free failures, process lifecycle and one Relay turn."""
+usage, strict output schemas, content-free failures and one Relay turn. Abort and timeout,
+shared with the other harness CLIs, are in ``test_harness_lifecycle.py``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from stub_common import read_record, spawned, wait_for_record, wait_gone
+from stub_common import read_record, spawned
 
 from relay_nb.errors import ConfigurationError, InvocationError
-from relay_nb.runtime import AbortSignal, InvocationRequest, Message, ToolChoice, ToolSpec
+from relay_nb.runtime import InvocationRequest, Message, ToolChoice, ToolSpec
 from relay_nb.runtime.codex_cli import CodexCLIRuntime, from_strict, strict_schema
 from relay_nb.runtime.conformance import check_runtime_conformance
 from relay_nb.runtime.profiles import runtime_from_profile
@@ -284,35 +284,6 @@ async def test_a_non_json_structured_answer_is_refused(make_runtime) -> None:
         await make_runtime("bad-structured").invoke(request)
 
     assert info.value.message == "Codex returned no structured output for tool 'submit'"
-
-
-# --------------------------------------------------------------------- process lifecycle
-
-
-async def test_abort_kills_the_cli_and_its_child(make_runtime, record_path: Path) -> None:
-    abort = AbortSignal()
-
-    async def abort_when_started() -> dict[str, Any]:
-        record = await wait_for_record(record_path, children=1)
-        abort.abort()
-        return record
-
-    aborter = asyncio.ensure_future(abort_when_started())
-    with pytest.raises(InvocationError) as info:
-        await make_runtime("hang-child").invoke(ask(), abort=abort)
-    record = await aborter
-
-    assert info.value.code == "ABORTED"
-    assert wait_gone([record["pid"], *record["children"]]) == []
-    assert not exists(record["cwd"])
-
-
-async def test_timeout_kills_the_cli(make_runtime, record_path: Path) -> None:
-    with pytest.raises(InvocationError) as info:
-        await make_runtime("hang", timeout=1.0).invoke(ask())
-
-    assert (info.value.code, info.value.retryable) == ("PROVIDER_UNAVAILABLE", True)
-    assert wait_gone([read_record(record_path)["pid"]]) == []
 
 
 # ------------------------------------------------------------ conformance, profiles, e2e

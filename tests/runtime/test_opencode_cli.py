@@ -1,10 +1,10 @@
 """OpenCodeCLIRuntime against ``stub_opencode.py`` (no real CLI): argv and config lockdown,
 event parsing, usage, opt-in prompted structured output with its warning and schema check,
-content-free failures, process lifecycle and one Relay turn."""
+content-free failures, the working directory and one Relay turn. Abort and timeout, shared
+with the other harness CLIs, are in ``test_harness_lifecycle.py``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from stub_common import read_record, spawned, wait_for_record, wait_gone
+from stub_common import read_record, spawned
 
 from relay_nb.errors import ConfigurationError, InvocationError
-from relay_nb.runtime import AbortSignal, InvocationRequest, Message, ToolChoice, ToolSpec
+from relay_nb.runtime import InvocationRequest, Message, ToolChoice, ToolSpec
 from relay_nb.runtime.conformance import check_runtime_conformance
 from relay_nb.runtime.opencode_cli import OpenCodeCLIRuntime
 from relay_nb.runtime.profiles import runtime_from_profile
@@ -259,33 +259,7 @@ async def test_output_token_overrun_is_reported(make_runtime) -> None:
     assert "OUTPUT_TOKEN_LIMIT_NOT_ENFORCED: requested 100, observed 500" in result.warnings[0]
 
 
-# --------------------------------------------------------------------- process lifecycle
-
-
-async def test_abort_kills_the_cli_and_its_child(make_runtime, record_path: Path) -> None:
-    abort = AbortSignal()
-
-    async def abort_when_started() -> dict[str, Any]:
-        record = await wait_for_record(record_path, children=1)
-        abort.abort()
-        return record
-
-    aborter = asyncio.ensure_future(abort_when_started())
-    with pytest.raises(InvocationError) as info:
-        await make_runtime("hang-child").invoke(ask(), abort=abort)
-    record = await aborter
-
-    assert info.value.code == "ABORTED"
-    assert wait_gone([record["pid"], *record["children"]]) == []
-    assert not exists(record["cwd"])
-
-
-async def test_timeout_kills_the_cli(make_runtime, record_path: Path) -> None:
-    with pytest.raises(InvocationError) as info:
-        await make_runtime("hang", timeout=1.0).invoke(ask())
-
-    assert (info.value.code, info.value.retryable) == ("PROVIDER_UNAVAILABLE", True)
-    assert wait_gone([read_record(record_path)["pid"]]) == []
+# --------------------------------------------------------------------- working directory
 
 
 async def test_a_given_cwd_is_used_as_is(make_runtime, record_path: Path, tmp_path: Path) -> None:
