@@ -224,7 +224,8 @@ class ConnectorType:
         A factory that fails other than with a relay_nb error is reported as this type's
         failure (the original stays chained); what it returns must be a ``Connector`` with
         the id asked for. ``name`` and ``description`` go to the factory when it takes them,
-        else onto the connector; a missing ``kind`` or ``name`` defaults to the type's name / id.
+        else onto the connector; its ``kind`` becomes this type's name, a missing ``name``
+        the id.
         """
         check_connector_id(connector_id)
         common = {"name": name, "description": description}
@@ -248,8 +249,8 @@ class ConnectorType:
                 f"the {self.name!r} connector type built a connector with id "
                 f"{getattr(connector, 'id', None)!r}, not {connector_id!r}"
             )
-        if not getattr(connector, "kind", None):
-            connector.kind = self.name
+        connector.kind = self.name  # what the status table shows: the type asked for, even
+        # when the factory composes a built-in (a DataFrameConnector over a file, say)
         if name is not None:
             connector.name = name
         elif not getattr(connector, "name", None):

@@ -173,3 +173,26 @@ def test_an_unclaimed_scheme_still_goes_to_sqlalchemy(relay: Relay) -> None:
     with pytest.raises(ConfigurationError) as caught:
         relay.connect("x", "nosuchdialect://host/db")
     assert "csvdir" not in str(caught.value)
+
+
+def test_a_type_composing_a_built_in_shows_its_own_kind(relay: Relay, tmp_path: Path) -> None:
+    """A factory may return a built-in connector (a DataFrameConnector over a file); the
+    status table still shows the type the analyst asked for."""
+    import pandas as pd
+
+    def jsonl(connector_id: str, *, path: str) -> Connector:
+        frame = pd.read_json(path, lines=True)
+        return relay_nb.DataFrameConnector(connector_id, {connector_id: frame})
+
+    relay_nb.register_connector_type(
+        ConnectorType(name="jsonl-test", factory=jsonl, url_schemes=("jsonl-test",))
+    )
+    try:
+        events = tmp_path / "events.jsonl"
+        events.write_text('{"kind": "view"}\n{"kind": "click"}\n')
+        connector = relay.connect("events", "jsonl-test", path=str(events))
+        assert type(connector).__name__ == "DataFrameConnector"
+        (row,) = relay.connector_status().to_dict("records")
+        assert (row["type"], row["objects"], row["status"]) == ("jsonl-test", "events", "ok")
+    finally:
+        relay_nb.unregister_connector_type("jsonl-test")
