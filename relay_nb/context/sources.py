@@ -76,7 +76,9 @@ class ConnectorSchemaSource:
     """A connector's prompt context, ranked by the question when the budget is tight.
 
     Introspection can be slow on a large catalog, so the timeout is longer than the 2 s
-    default and :meth:`prewarm` reads the catalog as soon as the connector is registered.
+    default, and :meth:`prewarm` can read the catalog ahead of the first question for a
+    host that calls :meth:`ContextResolver.prewarm` (the session does not yet: its first
+    turn reads the catalog under this timeout).
     """
 
     timeout_s = 10.0
