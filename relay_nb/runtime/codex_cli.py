@@ -1,11 +1,17 @@
 """``CodexCLIRuntime``: one invocation = one ``codex exec --json`` run.
 
 Authentication stays with the installed CLI (its ChatGPT login or ``CODEX_API_KEY``); this
-module never reads, copies or stores credentials. Nothing the model writes is executed: the
-run is ``--sandbox read-only`` with approvals off, in a fresh empty temporary directory,
-with the shell, exec, patch, image, web-search and MCP tools switched off through ``-c``
-overrides; and a result whose event stream shows any tool activity anyway is discarded.
-``extra_args`` may not touch any of that (see :func:`check_extra_args`).
+module never reads, copies or stores credentials. Nothing the model writes is executed, by
+lockdown before the run: ``--sandbox read-only`` with approvals off, in a fresh empty
+temporary directory, with ``-c`` overrides switching off the shell, exec, patch, image,
+web-search and MCP tools and every feature that runs code or reaches out (sub-agents, code
+mode, JavaScript REPL, apps, plugins, hooks, memories, image generation ...). The user's
+default profile is replaced by an empty one, because a profile's ``[features]`` and
+approval settings outrank root-level overrides. Only model settings may be added through
+``extra_args`` (see :func:`check_codex_extra_args`). A result whose event stream shows tool
+activity anyway is discarded; that check is a backstop, not the guarantee. (It is the only
+check for MCP servers in the user's own config: CLIs that layer their config merge
+``mcp_servers={}`` into the user's table rather than replacing it.)
 
 A structured tool becomes ``--output-schema FILE``. Codex enforces it with OpenAI's strict
 structured outputs, which need every object closed and every property required, so the
@@ -32,7 +38,6 @@ from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.base import single_forced_tool
 from relay_nb.runtime.harness_common import (
     MODEL_NAME,
-    check_flag,
     checked_model,
     harness_capabilities,
     read_events,
@@ -57,52 +62,66 @@ PROVIDER = "codex"
 _LABEL = "Codex"
 _LOGIN_HINT = "run `codex login` once, or set CODEX_API_KEY in env="
 
-# Config overrides that switch every tool surface off (TOML values, as ``-c`` takes them).
-# Unknown keys are ignored by older CLIs, which is why the event stream is checked too.
+_PROFILE = "relay_nb_locked"
+_OFF_FEATURES = (
+    # tools that run commands, edit files or evaluate code
+    "shell_tool",
+    "unified_exec",
+    "shell_zsh_fork",
+    "unified_exec_zsh_fork",
+    "apply_patch_freeform",
+    "js_repl",
+    "js_repl_tools_only",
+    "code_mode",
+    "code_mode_only",
+    "artifact",
+    # sub-agents and permission requests
+    "multi_agent",
+    "multi_agent_v2",
+    "enable_fanout",
+    "request_permissions_tool",
+    "exec_permission_approvals",
+    "guardian_approval",
+    # reaching out: apps, plugins, browsers, hooks, MCP installs, search, images, memory
+    "apps",
+    "enable_mcp_apps",
+    "tool_suggest",
+    "plugins",
+    "browser_use",
+    "browser_use_external",
+    "computer_use",
+    "in_app_browser",
+    "hooks",
+    "codex_hooks",
+    "skill_mcp_dependency_install",
+    "web_search_request",
+    "web_search_cached",
+    "standalone_web_search",
+    "image_generation",
+    "view_image",
+    "view_image_tool",
+    "memories",
+)
+"""``[features]`` keys switched off: those (on by default or switchable on in a user's
+config) that give the model a way to run code or reach out. Names follow
+``codex-rs/features/src/lib.rs``, old and new spellings both; a key a CLI does not know only
+logs a warning there."""
 _LOCKDOWN = (
+    f'profile="{_PROFILE}"',
+    f"profiles.{_PROFILE}={{}}",
     'approval_policy="never"',
     'sandbox_mode="read-only"',
     'web_search="disabled"',
     "tools.web_search=false",
+    "tools.view_image=false",
     "mcp_servers={}",
-    "features.shell_tool=false",
-    "features.unified_exec=false",
-    "features.apply_patch_freeform=false",
-    "features.view_image_tool=false",
-    "features.web_search_request=false",
+    *(f"features.{name}=false" for name in _OFF_FEATURES),
     "project_doc_max_bytes=0",
     'shell_environment_policy.inherit="none"',
 )
-# Flags the runtime sets, or that would loosen the sandbox, approvals or tools.
-_RESERVED = frozenset(
-    {
-        "--json",
-        "--experimental-json",
-        "--model",
-        "-m",
-        "--sandbox",
-        "-s",
-        "--full-auto",
-        "--yolo",
-        "--dangerously-bypass-approvals-and-sandbox",
-        "--dangerously-bypass-hook-trust",
-        "--ask-for-approval",
-        "-a",
-        "--add-dir",
-        "--cd",
-        "-C",
-        "--enable",
-        "--profile",
-        "-p",
-        "--output-schema",
-        "--output-last-message",
-        "-o",
-        "--search",
-        "--skip-git-repo-check",
-        "--ephemeral",
-        "--color",
-    }
-)
+"""Config overrides (TOML values, as ``-c`` takes them). The empty active profile comes
+first: a user's default profile (``profile = "..."`` with ``[profiles.X.features]``,
+``approval_policy`` ...) would otherwise outrank the root-level keys below."""
 _CONFIG_FLAGS = ("-c", "--config")
 _ALLOWED_CONFIG_KEY = re.compile(r"^(?:model_[a-z_]+|model_providers\.[A-Za-z0-9_.-]+)$")
 """``-c`` keys extra_args may set: model tuning and provider definitions, nothing else."""
@@ -129,8 +148,8 @@ class CodexCLIRuntime(ProcessRuntime):
 
     ``env`` adds variables for the CLI only (e.g. ``CODEX_HOME``, ``CODEX_API_KEY``); it is
     never echoed into results or errors. ``extra_args`` go after the runtime's own flags
-    (``-c model_reasoning_effort=low`` is fine; anything touching tools, sandbox,
-    approvals or output is refused). ``timeout`` is the default per-invocation limit; on
+    and may only be ``-c model_*=...`` overrides (e.g. ``-c model_reasoning_effort=low``);
+    any other flag or positional is refused. ``timeout`` is the default per-invocation limit; on
     timeout or abort the CLI and everything it spawned are killed.
     """
 
@@ -150,7 +169,7 @@ class CodexCLIRuntime(ProcessRuntime):
         timeout: float | None = 300.0,
     ) -> None:
         checked_model(model, MODEL_NAME, "is not a Codex model id (e.g. 'gpt-5')")
-        check_extra_args(extra_args)
+        check_codex_extra_args(extra_args)
         super().__init__(
             model,
             executable=executable,
@@ -167,23 +186,32 @@ class CodexCLIRuntime(ProcessRuntime):
         return dataclasses.replace(self.profile, workdir=workdir)  # type: ignore[type-var]
 
 
-def check_extra_args(extra_args: Sequence[str]) -> None:
-    """Refuse flags the runtime owns or that would let the model run anything.
-
-    Handles ``--flag=value``, attached short values (``-sdanger-full-access``) and ``-c``
-    overrides, whose key must be a model setting."""
-    args = list(extra_args)
-    for index, arg in enumerate(args):
-        flag = check_flag(arg, _RESERVED, runtime="CodexCLIRuntime")
-        if flag in _CONFIG_FLAGS:
-            attached = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg[2:]
-            value = attached or (args[index + 1] if index + 1 < len(args) else "")
-            key = value.split("=", 1)[0].strip()
-            if not _ALLOWED_CONFIG_KEY.match(key):
-                raise ConfigurationError(
-                    "extra_args may set only model_* config keys with -c (e.g. -c "
-                    "model_reasoning_effort=low); tools, sandbox and approvals stay locked"
-                )
+def check_codex_extra_args(extra_args: Sequence[str]) -> None:
+    """Allow only ``-c``/``--config`` overrides of model settings (``model_*`` keys and
+    ``model_providers.*``), in any spelling clap accepts (``-c K=V``, ``-cK=V``,
+    ``--config=K=V``); every other flag and every positional (``resume``, ``review``, a
+    prompt) is refused. An allow-list: a new CLI flag is refused until reviewed."""
+    args = [str(arg) for arg in extra_args]
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        flag = arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
+        if flag not in _CONFIG_FLAGS:
+            raise ConfigurationError(
+                f"extra_args may not contain {arg!r}: CodexCLIRuntime allows only -c "
+                "model_*=... overrides (e.g. -c model_reasoning_effort=low)"
+            )
+        attached = arg.partition("=")[2] if flag == "--config" else arg[2:]
+        if not attached:
+            index += 1
+            attached = args[index] if index < len(args) else ""
+        key = attached.split("=", 1)[0].strip()
+        if "=" not in attached or not _ALLOWED_CONFIG_KEY.match(key):
+            raise ConfigurationError(
+                "extra_args may set only model_* config keys with -c (e.g. -c "
+                "model_reasoning_effort=low); tools, sandbox and approvals stay locked"
+            )
+        index += 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -206,9 +234,17 @@ class CodexCLIProfile:
                 raise InvocationError(
                     "RUNTIME_FAILURE", "Codex needs a working directory for its schema", False
                 )
+            try:
+                schema = strict_schema(tool.input_schema)
+            except ValueError as exc:
+                raise InvocationError(
+                    "INVALID_REQUEST",
+                    f"{_LABEL} cannot enforce the input schema of tool {tool.name!r}: {exc}",
+                    False,
+                ) from None
             path = os.path.join(self.workdir, "output-schema.json")
             with open(path, "w", encoding="utf-8") as fh:
-                json.dump(strict_schema(tool.input_schema), fh)
+                json.dump(schema, fh)
             args += ["--output-schema", path]
         prompt = render_prompt(request, tool, inline_system=True)
         return args, prompt.encode("utf-8")
@@ -357,11 +393,53 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     Every object with properties is closed and lists all of them as required (an optional
     one becomes nullable); a free-form object (no properties) becomes a string holding
     JSON; ``oneOf`` becomes ``anyOf``; ``default`` is dropped. :func:`from_strict` undoes it.
+
+    ValueError (saying why) for what strict mode cannot express: a top-level object open to
+    any keys (it would become an object accepting none) and ``allOf`` (which it rejects).
     """
+    if _is_free_object(schema) and _open_to_keys(schema):
+        raise ValueError(
+            "a top-level object with free-form keys cannot be made strict; declare its properties"
+        )
+    if _has_all_of(schema, 0):
+        raise ValueError("strict structured output does not support allOf; inline its branches")
     result = _strict(schema, 0)
     if result.get("type") != "object":  # a tool without parameters: an empty closed object
         return {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
     return result
+
+
+def _open_to_keys(node: Mapping[str, Any]) -> bool:
+    """Explicitly open: ``additionalProperties`` true or a schema, or ``patternProperties``.
+    A bare ``{"type": "object"}`` is how a tool without parameters is declared, so it stays
+    an empty closed object."""
+    extra = node.get("additionalProperties")
+    return extra is True or isinstance(extra, dict) or bool(node.get("patternProperties"))
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+_MAP_KEYWORDS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+
+
+def _has_all_of(node: Any, depth: int) -> bool:
+    """Whether ``allOf`` is used anywhere in the schema (property names do not count)."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(node, list):
+        return any(_has_all_of(item, depth + 1) for item in node)
+    if not isinstance(node, dict):
+        return False
+    if "allOf" in node:
+        return True
+    for key, value in node.items():
+        if key in _DATA_KEYWORDS:
+            continue
+        if key in _MAP_KEYWORDS and isinstance(value, dict):
+            if any(_has_all_of(sub, depth + 1) for sub in value.values()):
+                return True
+        elif _has_all_of(value, depth + 1):
+            return True
+    return False
 
 
 def _is_free_object(node: Mapping[str, Any]) -> bool:
@@ -382,8 +460,6 @@ def _strict(node: Any, depth: int) -> Any:
     for keyword in ("anyOf", "oneOf"):
         if isinstance(node.get(keyword), list):
             out["anyOf"] = [_strict(b, depth + 1) for b in node[keyword]]
-    if isinstance(node.get("allOf"), list):
-        out["allOf"] = [_strict(b, depth + 1) for b in node["allOf"]]
     for keyword in ("$defs", "definitions"):
         if isinstance(node.get(keyword), dict):
             out[keyword] = {k: _strict(v, depth + 1) for k, v in node[keyword].items()}

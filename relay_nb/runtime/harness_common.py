@@ -3,10 +3,12 @@
 Every harness CLI takes one prompt instead of a message list, so the conversation is rendered
 as a readable transcript (:func:`render_prompt`); each must refuse model names that could be
 read as flags and ``extra_args`` that would override its own flags or give the model tools
-(:func:`checked_model`, :func:`check_extra_args`); each declares the same capabilities apart
-from its structured-tool fidelity (:func:`harness_capabilities`); and each reports token
-counts that may be malformed (:func:`reported_count`) and has no per-invocation output limit
-(:func:`token_warnings`). Codex and OpenCode print JSON-lines events (:func:`read_events`).
+(:func:`checked_model`; :func:`check_extra_args` is a deny-list, while Codex and OpenCode,
+whose parsers accept many spellings of a flag, keep allow-lists of their own); each
+declares the same capabilities apart from its structured-tool fidelity
+(:func:`harness_capabilities`); and each reports token counts that may be malformed
+(:func:`reported_count`) and has no per-invocation output limit (:func:`token_warnings`).
+Codex and OpenCode print JSON-lines events (:func:`read_events`).
 """
 
 from __future__ import annotations

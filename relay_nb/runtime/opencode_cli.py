@@ -2,11 +2,19 @@
 
 Authentication stays with the installed CLI (``opencode auth login`` or the provider's own
 key variable); this module never reads, copies or stores credentials. Nothing the model
-writes is executed: the run happens in a fresh empty temporary directory (unless ``cwd=``
-is given) with every tool disabled and every permission denied through
-``OPENCODE_CONFIG_CONTENT``/``OPENCODE_PERMISSION`` (set last, so neither ``env=`` nor this
-process's environment can loosen them), and a result whose events show any tool use anyway
-is discarded.
+writes is executed, because the CLI is locked down before it starts:
+
+- it runs in a fresh empty temporary directory (unless ``cwd=`` is given), with ``PWD``
+  naming that directory (OpenCode takes its project folder from ``$PWD``) and
+  ``OPENCODE_DISABLE_PROJECT_CONFIG`` set, so no project ``opencode.json``, ``.opencode``
+  agents or plugins, or instruction files are loaded;
+- ``OPENCODE_CONFIG*`` variables inherited from this process are dropped (``env=`` may not
+  set them), and ``OPENCODE_CONFIG_CONTENT``/``OPENCODE_PERMISSION`` are set last: every
+  permission denied, every tool off, and a dedicated primary agent with the same
+  lockdown, which the runtime selects with ``--agent`` so no user default agent applies.
+
+A result whose events show tool use anyway is discarded; that check is a backstop, not the
+guarantee.
 
 OpenCode has no structured-output option. Structured tools are therefore **prompted** and
 **opt-in** (``prompted_tools=True``): the forced tool's JSON schema is written into the
@@ -34,7 +42,6 @@ from typing import Any
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.base import single_forced_tool
 from relay_nb.runtime.harness_common import (
-    check_extra_args,
     checked_model,
     harness_capabilities,
     read_events,
@@ -86,10 +93,22 @@ _TOOL_NAMES = (
     "doom_loop",
 )
 _PERMISSION = {"*": "deny", **dict.fromkeys(_TOOL_NAMES, "deny")}
+_TOOLS = {"*": False, **dict.fromkeys(_TOOL_NAMES, False)}
+AGENT = "relay_nb_locked"
+"""The agent the runtime defines in its forced config and selects with ``--agent``: a
+primary agent (a subagent would be refused and the default used) with nothing allowed."""
 _CONFIG = {
     "$schema": "https://opencode.ai/config.json",
     "permission": _PERMISSION,
-    "tools": {"*": False, **dict.fromkeys(_TOOL_NAMES, False)},
+    "tools": _TOOLS,
+    "agent": {
+        AGENT: {
+            "mode": "primary",
+            "description": "Relay: answers in text only; every tool and permission is off.",
+            "permission": _PERMISSION,
+            "tools": _TOOLS,
+        }
+    },
     "share": "disabled",
     "autoupdate": False,
     "snapshot": False,
@@ -97,37 +116,18 @@ _CONFIG = {
 _FORCED_ENV = {
     "OPENCODE_CONFIG_CONTENT": json.dumps(_CONFIG, separators=(",", ":")),
     "OPENCODE_PERMISSION": json.dumps(_PERMISSION, separators=(",", ":")),
+    "OPENCODE_DISABLE_PROJECT_CONFIG": "true",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "true",
+    "OPENCODE_DISABLE_AUTOUPDATE": "true",
 }
-_RESERVED = frozenset(
-    {
-        "--format",
-        "--model",
-        "-m",
-        "--auto",
-        "--yolo",
-        "--dangerously-skip-permissions",
-        "--agent",
-        "--attach",
-        "--command",
-        "--continue",
-        "-c",
-        "--session",
-        "-s",
-        "--fork",
-        "--share",
-        "--file",
-        "-f",
-        "--dir",
-        "--port",
-        "--password",
-        "-p",
-        "--username",
-        "-u",
-        "--interactive",
-        "-i",
-        "--mini",
-    }
-)
+_DROPPED_ENV = ("OPENCODE_CONFIG",)
+"""``OPENCODE_CONFIG`` (another config file), ``OPENCODE_CONFIG_DIR`` (another config
+folder, with its agents and plugins) and ``OPENCODE_CONFIG_CONTENT``."""
+_VALUE_FLAGS = frozenset({"--variant", "--title"})
+_BOOLEAN_FLAGS = frozenset({"--thinking", "--no-thinking"})
+"""The only ``extra_args`` allowed (``opencode run`` options that neither pick the session,
+agent, files or directory nor touch permissions): an allow-list, since yargs accepts other
+spellings of a flag too (camelCase names, ``--c`` for ``-c``)."""
 
 
 class OpenCodeCLIRuntime(ProcessRuntime):
@@ -142,6 +142,7 @@ class OpenCodeCLIRuntime(ProcessRuntime):
     provider = PROVIDER
     workdir_prefix = "relay-opencode-"
     forced_env = _FORCED_ENV
+    dropped_env_prefixes = _DROPPED_ENV
 
     def __init__(
         self,
@@ -162,9 +163,9 @@ class OpenCodeCLIRuntime(ProcessRuntime):
         )
         if not isinstance(prompted_tools, bool):
             raise ConfigurationError("prompted_tools must be True or False")
-        check_extra_args(extra_args, _RESERVED, runtime="OpenCodeCLIRuntime")
+        _check_extra_args(extra_args)
         for name in env or {}:
-            if name in _FORCED_ENV or name.startswith("OPENCODE_CONFIG"):
+            if name in _FORCED_ENV or name.startswith(_DROPPED_ENV) or name == "PWD":
                 raise ConfigurationError(
                     f"env may not set {name}: OpenCodeCLIRuntime sets OpenCode's config "
                     "itself so that its tools stay off"
@@ -183,6 +184,32 @@ class OpenCodeCLIRuntime(ProcessRuntime):
         )
 
 
+def _check_extra_args(extra_args: Sequence[str]) -> None:
+    """Allow only ``--variant V``, ``--title T`` (also ``--flag=V``) and ``--thinking``/
+    ``--no-thinking``; everything else, positionals included, is refused."""
+    args = list(extra_args)
+    index = 0
+    while index < len(args):
+        arg = str(args[index])
+        flag = arg.split("=", 1)[0]
+        if flag in _BOOLEAN_FLAGS and flag == arg:
+            index += 1
+            continue
+        if flag in _VALUE_FLAGS:
+            value = arg[len(flag) + 1 :] if "=" in arg else None
+            if value is None and index + 1 < len(args):
+                index += 1
+                value = str(args[index])
+            if value and not value.startswith("-"):
+                index += 1
+                continue
+        raise ConfigurationError(
+            f"extra_args may not contain {arg!r}: OpenCodeCLIRuntime allows only --variant, "
+            "--title and --thinking, so no option can pick files, sessions, agents or "
+            "permissions"
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class OpenCodeCLIProfile:
     """The ``opencode run`` codec: request -> argv/stdin, JSON events -> InvocationResult."""
@@ -195,7 +222,8 @@ class OpenCodeCLIProfile:
         prompt = render_prompt(request, None, inline_system=True)
         if tool is not None:
             prompt += "\n\n" + prompted_instructions(tool)
-        return ["run", "--format", "json", "--model", self.model], prompt.encode("utf-8")
+        args = ["run", "--format", "json", "--model", self.model, "--agent", AGENT]
+        return args, prompt.encode("utf-8")
 
     def _forced_tool(self, request: InvocationRequest) -> ToolSpec | None:
         if request.tools and not self.prompted_tools:
@@ -220,7 +248,7 @@ class OpenCodeCLIProfile:
             raise report_failure(
                 report, status, output.stderr, exit_code=None, label=_LABEL, login_hint=_LOGIN_HINT
             )
-        if any(e["type"] == "tool_use" for e in events):
+        if any(e["type"] == "tool_use" for e in events):  # backstop: the lockdown failed
             raise InvocationError(
                 "RUNTIME_FAILURE",
                 f"{_LABEL} used a tool although its tools were switched off; the result was "
@@ -307,8 +335,10 @@ def _answer_text(events: list[dict[str, Any]]) -> str:
 
 def _usage(events: list[dict[str, Any]]) -> tuple[Usage, str | None]:
     """Summed ``step_finish`` tokens (one step per model call) and the last finish reason.
-    OpenCode's ``input`` excludes cache reads and writes, as Relay's ``input_tokens`` does."""
+    OpenCode's ``input`` excludes cache reads and writes, as Relay's ``input_tokens`` does;
+    its ``output`` excludes ``reasoning``, which Relay counts as output."""
     totals: dict[str, int | None] = dict.fromkeys(("input", "output", "read", "write"))
+    # ``output`` excludes reasoning tokens (reported apart), which are billed as output.
     cost = 0.0
     reason: str | None = None
     for event in events:
@@ -321,13 +351,15 @@ def _usage(events: list[dict[str, Any]]) -> tuple[Usage, str | None]:
         found = {
             "input": tokens.get("input"),
             "output": tokens.get("output"),
+            "reasoning": tokens.get("reasoning"),
             "read": cache.get("read"),
             "write": cache.get("write"),
         }
         for key, raw in found.items():
             count = reported_count(raw)
             if count is not None:
-                totals[key] = (totals[key] or 0) + count
+                bucket = "output" if key == "reasoning" else key
+                totals[bucket] = (totals[bucket] or 0) + count
         value = part.get("cost")
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             cost += max(float(value), 0.0)

@@ -303,6 +303,9 @@ class ProcessRuntime(BaseRuntime):
     forced_env: Mapping[str, str] | None = None
     """The profile's own settings (e.g. switching a CLI's tools off): applied last, so
     neither the caller's ``env`` nor this process's environment can override them."""
+    dropped_env_prefixes: tuple[str, ...] = ()
+    """Names inherited from this process's environment that the child must not see (e.g.
+    variables pointing a CLI at another config); ``env`` is checked by the subclass."""
 
     def __init__(
         self,
@@ -364,7 +367,7 @@ class ProcessRuntime(BaseRuntime):
         output = await run_process(
             [self.executable, *args, *self.extra_args, *self.trailing_args],
             stdin,
-            env=self._child_env(),
+            env=self._child_env(cwd),
             cwd=cwd,
             max_output_bytes=self.max_output_bytes,
             kill_grace_s=self.kill_grace_s,
@@ -373,10 +376,19 @@ class ProcessRuntime(BaseRuntime):
             raise profile.classify_failure(output, request) or self._exit_failure(output)
         return profile.parse(output, request)
 
-    def _child_env(self) -> dict[str, str] | None:
-        if self._env is None and self.forced_env is None:
-            return None
-        return {**os.environ, **(self._env or {}), **(self.forced_env or {})}
+    def _child_env(self, cwd: str | None) -> dict[str, str]:
+        """This process's environment (less ``dropped_env_prefixes``), then ``env``, then
+        ``forced_env``; and ``PWD`` naming the child's real working directory, since a CLI
+        that trusts ``$PWD`` over ``getcwd()`` (OpenCode) would otherwise load the
+        notebook's folder, with its config, instructions and plugins."""
+        inherited = {
+            name: value
+            for name, value in os.environ.items()
+            if not (self.dropped_env_prefixes and name.startswith(self.dropped_env_prefixes))
+        }
+        env = {**inherited, **(self._env or {}), **(self.forced_env or {})}
+        env["PWD"] = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+        return env
 
     def _exit_failure(self, output: ProcessOutput) -> InvocationError:
         how = exit_description(output.exit_code)

@@ -6,7 +6,7 @@ finds this file; a test module finds it the same way (pytest puts the rootless t
 directory on ``sys.path``). Each stub keeps its own environment variables (``STUB_<CLI>_*``)
 and passes their names in, so no variable, scenario or record key changes by sharing this.
 
-Stub side: :func:`record` (argv, stdin, pid, children and environment *names*, written
+Stub side: :func:`record` (argv, stdin, pid, children, ``$PWD`` and environment *names*, written
 atomically), :func:`next_step` (the n-th item of a JSON list for the n-th run),
 :func:`finish`/:func:`emit_events` (print and exit), :func:`hang` (block like a CLI waiting
 on the model, optionally with a child process). Test side: :func:`spawned`,
@@ -46,6 +46,7 @@ def record(variable: str, argv: list[str], stdin: str, children: list[int], **ex
         "pid": os.getpid(),
         "children": children,
         "env_names": sorted(os.environ),  # names only: values may be keys
+        "pwd": os.environ.get("PWD"),  # a path, not a secret: what $PWD-trusting CLIs use
         **extra,
     }
     with open(path + ".tmp", "w", encoding="utf-8") as fh:

@@ -10,7 +10,8 @@ reasoning, cache: {read, write}}}} and ``error`` {error: {name, data: {message,
 statusCode}}}; a run with an error exits 1. The piped stdin is the message.
 
 It records argv, stdin, cwd, pid (plus any child's pid), environment *names* and the values
-of ``OPENCODE_CONFIG_CONTENT``/``OPENCODE_PERMISSION`` (settings, not secrets) as JSON in
+of ``OPENCODE_CONFIG_CONTENT``/``OPENCODE_PERMISSION``/``OPENCODE_DISABLE_PROJECT_CONFIG``
+(settings, not secrets) as JSON in
 ``STUB_OPENCODE_RECORD``, then behaves as ``STUB_OPENCODE_SCENARIO`` says. Every failure
 text carries ``SECRET``. A prompt asking for a JSON object is answered with
 ``STUB_OPENCODE_ANSWER`` (default: a fenced ``{"answer": 42}``); ``steps`` answers the n-th
@@ -39,6 +40,7 @@ def record(argv: list[str], stdin: str, children: list[int]) -> None:
         cwd=os.getcwd(),
         config=os.environ.get("OPENCODE_CONFIG_CONTENT"),
         permission=os.environ.get("OPENCODE_PERMISSION"),
+        project_config_off=os.environ.get("OPENCODE_DISABLE_PROJECT_CONFIG"),
     )
 
 
@@ -57,7 +59,7 @@ def step(message: str = "msg_1") -> dict[str, object]:
 
 
 def finish(cost: float = 0.0021, reason: str = "stop", **tokens: object) -> dict[str, object]:
-    counts = {"input": 50, "output": 4, "reasoning": 0, "cache": {"read": 10, "write": 2}}
+    counts = {"input": 50, "output": 4, "reasoning": 3, "cache": {"read": 10, "write": 2}}
     counts.update(tokens)
     part = {"messageID": "msg_1", "type": "step-finish", "reason": reason, "cost": cost,
             "tokens": counts}  # fmt: skip
@@ -95,7 +97,7 @@ def main() -> None:
     elif scenario == "free":
         emit(step(), text("Hello from the stub."), finish(cost=0))
     elif scenario == "many-tokens":
-        emit(step(), text("Long."), finish(output=500))
+        emit(step(), text("Long."), finish(output=497))  # + 3 reasoning = 500
     elif scenario == "prompted-invalid":
         emit(step(), text(f'{{"answer": "{SECRET}", "extra_{SECRET}": 1}}'), finish())
     elif scenario == "prompted-prose":

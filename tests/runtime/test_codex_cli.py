@@ -4,6 +4,7 @@ shared with the other harness CLIs, are in ``test_harness_lifecycle.py``."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -16,25 +17,12 @@ from stub_common import read_record, spawned
 
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime import InvocationRequest, Message, ToolChoice, ToolSpec
-from relay_nb.runtime.codex_cli import CodexCLIRuntime, from_strict, strict_schema
+from relay_nb.runtime.codex_cli import _LOCKDOWN, CodexCLIRuntime, from_strict, strict_schema
 from relay_nb.runtime.conformance import check_runtime_conformance
 from relay_nb.runtime.profiles import runtime_from_profile
 
 SECRET = "STUBSECRET"
-LOCKDOWN = [
-    'approval_policy="never"',
-    'sandbox_mode="read-only"',
-    'web_search="disabled"',
-    "tools.web_search=false",
-    "mcp_servers={}",
-    "features.shell_tool=false",
-    "features.unified_exec=false",
-    "features.apply_patch_freeform=false",
-    "features.view_image_tool=false",
-    "features.web_search_request=false",
-    "project_doc_max_bytes=0",
-    'shell_environment_policy.inherit="none"',
-]
+LOCKDOWN = list(_LOCKDOWN)
 BASE_ARGS = ["exec", "--json", "--model", "gpt-5", "--sandbox", "read-only"]
 BASE_ARGS += ["--skip-git-repo-check", "--ephemeral", "--color", "never"]
 BASE_ARGS += [arg for override in LOCKDOWN for arg in ("-c", override)]
@@ -76,6 +64,48 @@ def exists(path: str | Path) -> bool:
 # ------------------------------------------------------------------------------ requests
 
 
+@pytest.mark.parametrize(
+    "override",
+    [
+        # an empty active profile first: a user's default profile outranks root keys
+        'profile="relay_nb_locked"',
+        "profiles.relay_nb_locked={}",
+        'approval_policy="never"',
+        'sandbox_mode="read-only"',
+        "mcp_servers={}",
+        # tools and features that run code or reach out (codex-rs/features/src/lib.rs)
+        *(
+            f"features.{name}=false"
+            for name in (
+                "shell_tool",
+                "unified_exec",
+                "multi_agent",
+                "js_repl",
+                "code_mode",
+                "apps",
+                "plugins",
+                "hooks",
+                "image_generation",
+                "memories",
+                "request_permissions_tool",
+                "enable_fanout",
+                "artifact",
+                "view_image",
+                "view_image_tool",
+            )
+        ),
+    ],
+)
+def test_the_lockdown_switches_off_every_code_running_surface(override: str) -> None:
+    args, _ = CodexCLIRuntime().profile.prepare(ask())
+    pairs = list(itertools.pairwise(args))
+
+    assert ("-c", override) in pairs
+    assert pairs.index(("-c", 'profile="relay_nb_locked"')) < pairs.index(
+        ("-c", "features.shell_tool=false")
+    )
+
+
 async def test_text_request_runs_the_locked_down_command(make_runtime, record_path: Path) -> None:
     request = InvocationRequest(messages=[Message.system("Be terse."), Message.user("hi")])
     result = await make_runtime().invoke(request)
@@ -84,6 +114,7 @@ async def test_text_request_runs_the_locked_down_command(make_runtime, record_pa
     assert record["argv"] == [*BASE_ARGS, "-"]
     assert record["stdin"] == "<instructions>\nBe terse.\n</instructions>\n\nhi"
     assert Path(record["cwd"]).name.startswith("relay-codex-")
+    assert record["pwd"] == record["cwd"]  # $PWD names the private directory too
     assert not exists(record["cwd"])  # the private working directory is removed
     assert (result.provider, result.model, result.model_source) == ("codex", "gpt-5", "configured")
     assert result.output_text == "Hello from the stub." and result.tool_calls == []
@@ -100,10 +131,15 @@ async def test_text_request_runs_the_locked_down_command(make_runtime, record_pa
 
 
 async def test_extra_args_go_before_the_stdin_marker(make_runtime, record_path: Path) -> None:
-    runtime = make_runtime(extra_args=["-c", "model_reasoning_effort=low"])
-    await runtime.invoke(ask())
+    extra = [
+        "-c",
+        "model_reasoning_effort=low",
+        "-cmodel_verbosity=low",
+        "--config=model_reasoning_summary=auto",
+    ]
+    await make_runtime(extra_args=extra).invoke(ask())
 
-    assert read_record(record_path)["argv"] == [*BASE_ARGS, "-c", "model_reasoning_effort=low", "-"]
+    assert read_record(record_path)["argv"] == [*BASE_ARGS, *extra, "-"]
 
 
 @pytest.mark.parametrize(
@@ -121,6 +157,19 @@ async def test_extra_args_go_before_the_stdin_marker(make_runtime, record_path: 
         ["-c", "features.shell_tool=true"],
         ["--config=sandbox_mode=danger-full-access"],
         ['-cmcp_servers={a={command="sh"}}'],
+        ["-c", 'profile="mine"'],
+        ["-c", "profiles.relay_nb_locked.features.shell_tool=true"],
+        ["-c"],
+        ["-c", "model_verbosity"],
+        # positionals: a subcommand or a second prompt
+        ["resume", "--last"],
+        ["review"],
+        ["hello"],
+        # flags not on the allow-list
+        ["--oss"],
+        ["-i", "x.png"],
+        ["--c", "model=x"],
+        ["--ignore-rules"],
     ],
 )
 def test_extra_args_cannot_loosen_the_lockdown(args: list[str]) -> None:
@@ -208,6 +257,37 @@ def test_strict_schema_closes_objects_and_encodes_free_form_ones() -> None:
         "required": [],
         "additionalProperties": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"type": "object", "additionalProperties": True}, "free-form keys"),
+        ({"type": "object", "additionalProperties": {"type": "string"}}, "free-form keys"),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"allOf": [{"type": "string"}, {"minLength": 1}]}},
+            },
+            "allOf",
+        ),
+    ],
+)
+async def test_schemas_strict_mode_cannot_enforce_are_refused_before_spawning(
+    make_runtime, record_path: Path, schema: dict[str, Any], problem: str
+) -> None:
+    tool = ToolSpec(name="open_tool", description="", input_schema=schema)
+    with pytest.raises(InvocationError) as info:
+        await make_runtime().invoke(ask(tools=[tool], tool_choice=ToolChoice.tool("open_tool")))
+
+    assert info.value.code == "INVALID_REQUEST"
+    assert "tool 'open_tool'" in info.value.message and problem in info.value.message
+    assert not spawned(record_path)
+
+
+def test_a_property_named_allof_is_not_the_keyword() -> None:
+    schema = {"type": "object", "properties": {"allOf": {"type": "string"}}}
+    assert strict_schema(schema)["required"] == ["allOf"]
 
 
 NULL = {"type": "null"}

@@ -24,7 +24,7 @@ from relay_nb.runtime.prompted import schema_problem
 
 SECRET = "STUBSECRET"
 MODEL = "anthropic/claude-sonnet-4-5"
-BASE_ARGS = ["run", "--format", "json", "--model", MODEL]
+BASE_ARGS = ["run", "--format", "json", "--model", MODEL, "--agent", "relay_nb_locked"]
 SUBMIT = ToolSpec(
     name="submit",
     description="Submit the answer.",
@@ -62,10 +62,16 @@ def exists(path: str | Path) -> bool:
 
 
 async def test_text_request_runs_with_tools_and_permissions_off(
-    make_runtime, record_path: Path, monkeypatch
+    make_runtime, record_path: Path, monkeypatch, tmp_path: Path
 ) -> None:
-    # a permissive setting in our own environment must not reach the CLI
+    # permissive or redirecting settings in our own environment must not reach the CLI:
+    # OpenCode takes its project from $PWD, and OPENCODE_CONFIG* load other configs
+    notebook = tmp_path / "notebook"
+    notebook.mkdir()
+    monkeypatch.setenv("PWD", str(notebook))
     monkeypatch.setenv("OPENCODE_PERMISSION", '{"*": "allow"}')
+    for name in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_EXTRA"):
+        monkeypatch.setenv(name, str(notebook))
     request = InvocationRequest(messages=[Message.system("Be terse."), Message.user("hi")])
     result = await make_runtime().invoke(request)
 
@@ -73,10 +79,18 @@ async def test_text_request_runs_with_tools_and_permissions_off(
     assert record["argv"] == BASE_ARGS
     assert record["stdin"] == "<instructions>\nBe terse.\n</instructions>\n\nhi"
     assert Path(record["cwd"]).name.startswith("relay-opencode-")
+    assert record["pwd"] == record["cwd"]  # not the notebook's folder
     assert not exists(record["cwd"])
+    assert not {"OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_EXTRA"} & set(
+        record["env_names"]
+    )
+    assert record["project_config_off"] == "true"
     config = json.loads(record["config"])
     assert config["permission"]["*"] == "deny" and config["permission"]["bash"] == "deny"
     assert config["tools"]["*"] is False and config["share"] == "disabled"
+    agent = config["agent"]["relay_nb_locked"]  # the agent --agent selects
+    assert agent["mode"] == "primary" and agent["permission"]["*"] == "deny"
+    assert agent["tools"]["*"] is False and agent["permission"]["bash"] == "deny"
     assert json.loads(record["permission"])["*"] == "deny"
     assert (result.provider, result.model, result.model_source) == (
         "opencode",
@@ -86,8 +100,8 @@ async def test_text_request_runs_with_tools_and_permissions_off(
     assert result.output_text == "Hello from the stub." and result.stop_reason == "end_turn"
     assert result.usage.model_dump() == {
         "input_tokens": 50,
-        "output_tokens": 4,
-        "total_tokens": 66,
+        "output_tokens": 7,  # 4 output + 3 reasoning, reported apart by OpenCode
+        "total_tokens": 69,
         "cache_read_tokens": 10,
         "cache_write_tokens": 2,
         "cost_usd": 0.0021,
@@ -108,14 +122,49 @@ async def test_only_the_last_message_is_the_answer_and_zero_cost_is_unknown(
 
 
 @pytest.mark.parametrize(
-    "args", [["--auto"], ["--yolo"], ["--agent", "build"], ["-m", "x/y"], ["--attach=http://h"]]
+    "args",
+    [
+        ["--auto"],
+        ["--yolo"],
+        ["--agent", "build"],
+        ["-m", "x/y"],
+        ["--attach=http://h"],
+        # spellings yargs also accepts, which a deny-list missed
+        ["--c"],
+        ["--s", "ses_1"],
+        ["--f", "/etc/passwd"],
+        ["--dangerouslySkipPermissions"],
+        ["--dangerously-skip-permissions=true"],
+        # positionals, missing or flag-like values
+        ["hello"],
+        ["--variant"],
+        ["--variant", "--auto"],
+        ["--thinking=true"],
+        ["--"],
+    ],
 )
 def test_extra_args_cannot_reenable_tools_or_override_owned_flags(args: list[str]) -> None:
     with pytest.raises(ConfigurationError, match="extra_args may not contain"):
         OpenCodeCLIRuntime(MODEL, extra_args=args)
 
 
-@pytest.mark.parametrize("name", ["OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION"])
+async def test_allowed_extra_args_follow_the_runtime_flags(make_runtime, record_path) -> None:
+    extra = ["--variant", "high", "--title=notebook", "--thinking"]
+    await make_runtime(extra_args=extra).invoke(ask())
+
+    assert read_record(record_path)["argv"] == [*BASE_ARGS, *extra]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OPENCODE_CONFIG_CONTENT",
+        "OPENCODE_PERMISSION",
+        "OPENCODE_CONFIG_DIR",
+        "OPENCODE_DISABLE_PROJECT_CONFIG",
+        "PWD",
+    ],
+)
 def test_env_cannot_override_the_lockdown(name: str) -> None:
     with pytest.raises(ConfigurationError, match=f"env may not set {name}"):
         OpenCodeCLIRuntime(MODEL, env={name: "{}"})
@@ -265,7 +314,8 @@ async def test_output_token_overrun_is_reported(make_runtime) -> None:
 async def test_a_given_cwd_is_used_as_is(make_runtime, record_path: Path, tmp_path: Path) -> None:
     await make_runtime(cwd=str(tmp_path)).invoke(ask())
 
-    assert read_record(record_path)["cwd"] == str(tmp_path)
+    record = read_record(record_path)
+    assert record["cwd"] == record["pwd"] == str(tmp_path)
 
 
 # ------------------------------------------------------------ conformance, profiles, e2e

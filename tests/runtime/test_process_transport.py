@@ -161,3 +161,26 @@ async def test_missing_executable_names_only_the_executable(
         f"executable {missing!r} not found; install it or pass executable=... with its path"
     )
     assert_no_secret(info.value)
+
+
+@pytest.mark.parametrize("given_cwd", [True, False])
+async def test_pwd_names_the_childs_real_working_directory(
+    loopback_model_requests: None,
+    make_runtime,
+    record_path: Path,
+    tmp_path: Path,
+    monkeypatch,
+    given_cwd: bool,
+) -> None:
+    """A stale ``$PWD`` (a notebook's folder after ``os.chdir``, or inherited) must not reach
+    the child: CLIs that trust ``$PWD`` over ``getcwd()`` would load that folder's config."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("PWD", str(elsewhere))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    runtime = make_runtime(cwd=str(workdir)) if given_cwd else make_runtime()
+    await runtime.invoke(ask())
+
+    expected = str(workdir) if given_cwd else os.getcwd()
+    assert read_record(record_path)["pwd"] == expected
