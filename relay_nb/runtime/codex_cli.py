@@ -9,9 +9,11 @@ mode, JavaScript REPL, apps, plugins, hooks, memories, image generation ...). Th
 default profile is replaced by an empty one, because a profile's ``[features]`` and
 approval settings outrank root-level overrides. Only model settings may be added through
 ``extra_args`` (see :func:`check_codex_extra_args`). A result whose event stream shows tool
-activity anyway is discarded; that check is a backstop, not the guarantee. (It is the only
-check for MCP servers in the user's own config: CLIs that layer their config merge
-``mcp_servers={}`` into the user's table rather than replacing it.)
+activity anyway is discarded; that check is a backstop, not the guarantee.
+``--ignore-user-config`` keeps the user's ``config.toml`` out of the run altogether (newer
+CLIs merge ``-c`` tables into it, so ``mcp_servers={}`` alone would not remove MCP servers
+configured there); the login stays. A CLI too old to know the flag fails with a message
+saying to update it.
 
 A structured tool becomes ``--output-schema FILE``. Codex enforces it with OpenAI's strict
 structured outputs, which need every object closed and every property required, so the
@@ -226,7 +228,8 @@ class CodexCLIProfile:
     def prepare(self, request: InvocationRequest) -> tuple[list[str], bytes]:
         tool = single_forced_tool(request, label=_LABEL)
         args = ["exec", "--json", "--model", self.model, "--sandbox", "read-only"]
-        args += ["--skip-git-repo-check", "--ephemeral", "--color", "never"]
+        args += ["--skip-git-repo-check", "--ephemeral", "--ignore-user-config"]
+        args += ["--color", "never"]
         for override in _LOCKDOWN:
             args += ["-c", override]
         if tool is not None:
@@ -266,6 +269,14 @@ class CodexCLIProfile:
     def classify_failure(
         self, output: ProcessOutput, request: InvocationRequest
     ) -> InvocationError | None:
+        if output.exit_code == 2 and b"unexpected argument" in output.stderr:
+            return InvocationError(  # clap's usage error: a CLI older than a flag we pass
+                "RUNTIME_FAILURE",
+                f"{_LABEL} did not accept a flag relay_nb needs to lock it down "
+                "(--ignore-user-config, --ephemeral or --output-schema); update the Codex CLI "
+                "(npm install -g @openai/codex) and try again",
+                False,
+            )
         report, status = _failure_report(read_events(output.stdout))
         return report_failure(
             report,

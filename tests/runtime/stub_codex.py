@@ -92,6 +92,12 @@ def main() -> None:
         failure(f"exceeded retry limit, last status: 429 Too Many Requests {SECRET}")
     elif scenario == "unavailable":
         failure(f"exceeded retry limit, last status: 503 Service Unavailable {SECRET}")
+    elif scenario == "old-cli":  # clap's usage error for a flag this version lacks
+        sys.stderr.write(
+            "error: unexpected argument '--ignore-user-config' found\n\n"
+            f"Usage: codex exec [OPTIONS] [PROMPT] {SECRET}\n"
+        )
+        sys.exit(2)
     elif scenario == "nonzero":
         emit(code=3, stderr=f"thread 'main' panicked: {SECRET}\n")
     elif scenario == "failed-exit0":

@@ -24,7 +24,8 @@ from relay_nb.runtime.profiles import runtime_from_profile
 SECRET = "STUBSECRET"
 LOCKDOWN = list(_LOCKDOWN)
 BASE_ARGS = ["exec", "--json", "--model", "gpt-5", "--sandbox", "read-only"]
-BASE_ARGS += ["--skip-git-repo-check", "--ephemeral", "--color", "never"]
+BASE_ARGS += ["--skip-git-repo-check", "--ephemeral", "--ignore-user-config"]
+BASE_ARGS += ["--color", "never"]
 BASE_ARGS += [arg for override in LOCKDOWN for arg in ("-c", override)]
 SUBMIT = ToolSpec(
     name="submit",
@@ -408,3 +409,12 @@ def test_a_relay_turn_answers_through_codex(codex_stub: str, tmp_path: Path) -> 
     assert int(turn.df.iloc[0]["total"]) == 60
     assert [call.name for call in turn.tool_calls] == ["query_sales"]
     assert steps.with_suffix(".json.n").read_text() == "2"  # both steps were used
+
+
+async def test_a_cli_too_old_for_a_lockdown_flag_says_to_update(make_runtime) -> None:
+    """clap exits 2 on an unknown flag; running without the lockdown is not an option."""
+    with pytest.raises(InvocationError) as info:
+        await make_runtime("old-cli").invoke(ask())
+    assert info.value.code == "RUNTIME_FAILURE" and not info.value.retryable
+    assert "update the Codex CLI" in str(info.value)
+    assert SECRET not in str(info.value)
