@@ -11,7 +11,9 @@ The model queries them with the same guarded, read-only DuckDB SQL as notebook D
 the plugin composes ``relay_nb.DataFrameConnector`` rather than running any SQL itself, so
 every safety rule of the built-in applies unchanged. A file is read again only when it changes
 (modification time or size); a file added or removed shows up when the schema is refreshed
-(``relay.refresh("files")``, or by itself after the session's schema TTL).
+(``relay.refresh("files")``, or by itself in the first prompt after the session's schema
+TTL). A file that cannot be read as CSV is named (in the error, or in the prompt) and read
+again next time; the tables read before stay queryable meanwhile.
 
 Only public relay_nb names are used, and pandas is imported when a connector is built, so
 ``relay_nb.connector_types()`` loading this plugin stays cheap.
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
     from relay_nb import DataFrameConnector
 
-__all__ = ["CSVDIR", "CSVDirConfig", "CSVDirConnector"]
+__all__ = ["CSVDIR", "CSVDirConfig", "CSVDirConnector", "check_pattern", "table_name"]
 
 _NOT_A_NAME = re.compile(r"[^a-z0-9]+")
 _MAX_TABLE_NAME = 63
@@ -60,9 +62,23 @@ class CSVDirConfig(BaseModel):
             raise ValueError(f"no directory at {path!r}")
         return str(directory.resolve())
 
+    @field_validator("pattern")
+    @classmethod
+    def _in_the_directory(cls, pattern: str) -> str:
+        return check_pattern(pattern)
+
 
 class CSVDirConnector(Connector):
-    """The CSV files of one directory, queried with read-only SQL."""
+    """The CSV files of one directory, queried with read-only SQL.
+
+    The tables live in an inner ``DataFrameConnector``, replaced as a whole when a file is
+    added or removed. The tools handed out look the current one up at every call, so a turn
+    (or the registry's cached tool list) never holds a closed one; the swap happens under a
+    lock, so two refreshes build one replacement. :meth:`invalidate` (the session's schema
+    TTL) only marks the directory to be looked at again: the next prompt does it, under the
+    context source's timeout, and a problem there (an unreadable file, two files named
+    alike) is shown in the prompt while the tables read before stay queryable.
+    """
 
     kind = "csvdir"
 
@@ -82,17 +98,22 @@ class CSVDirConnector(Connector):
         self.directory = Path(path).expanduser().resolve()
         self.description = description
         self.target = f"csvdir://{self.directory}"
-        self.pattern = pattern
+        self.pattern = check_pattern(pattern)
         self.row_limit = row_limit
         self.statement_timeout_s = statement_timeout_s
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._files: dict[str, _CSVFile] = {}
-        self._inner = self._build()
+        self._stale = False
+        self._problem: str | None = None
+        self._inner: DataFrameConnector | None = None
+        self._inner_tools: dict[str, Tool] = {}
+        self._replace(self._scan())
 
     # -- what the model sees: the inner DataFrame connector's, described as CSV files --------
 
     def tools(self) -> list[Tool]:
-        tools = self._inner.tools()
+        with self._lock:
+            templates = list(self._inner_tools.values())
         return [
             dataclasses.replace(
                 tool,
@@ -100,57 +121,105 @@ class CSVDirConnector(Connector):
                     f"Run one read-only SQL query (DuckDB dialect) on the CSV files in "
                     f"{self.directory.name}/ ({self.name}), one table per file. Returns at most "
                     f"{self.row_limit} rows: aggregate in SQL rather than fetching raw rows."
-                ),
+                )
+                if tool.name == f"query_{self.id}"
+                else tool.description,
+                handler=self._current_handler(tool.name),
                 metadata={**tool.metadata, "kind": self.kind},
             )
-            if tool.name == f"query_{self.id}"
-            else dataclasses.replace(tool, metadata={**tool.metadata, "kind": self.kind})
-            for tool in tools
+            for tool in templates
         ]
 
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
-        files = ", ".join(f"{table} ← {f.path.name}" for table, f in self._files.items())
+        self._catch_up()
+        with self._lock:
+            inner, files, problem = self._inner, dict(self._files), self._problem
+        assert inner is not None
+        listed = ", ".join(f"{table} ← {f.path.name}" for table, f in files.items())
         head = (
             f"### CSV directory connector: {self.id}"
             + (f" ({self.name})" if self.name != self.id else "")
             + f" — the CSV files in {self.directory}, one read-only table per file "
-            + f"(table ← file: {files})\n"
+            + f"(table ← file: {listed})\n"
+            + (f"Not queryable now: {problem}\n" if problem else "")
         )
         budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
-        inner = self._inner.prompt_context(max_tokens=budget, question=question)
-        if inner.startswith("### DataFrame connector"):  # its heading would say "DataFrames"
-            inner = inner.split("\n", 1)[1] if "\n" in inner else ""
-        return head + inner
+        inner_text = inner.prompt_context(max_tokens=budget, question=question)
+        first, _, rest = inner_text.partition("\n")
+        # the inner connector's own heading (whatever its words) would say "DataFrames"
+        return head + (rest if first.startswith("#") else inner_text)
 
     def object_names(self) -> list[str]:
-        return self._inner.object_names()
+        self._catch_up()
+        return self._current().object_names()
 
     def query(self, sql: str) -> QueryResult:
         """Run one read-only query directly (the same guard as the model's)."""
-        return self._inner.query(sql)
+        return self._current().query(sql)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Look at the directory again: a file added or removed changes the tables."""
-        if set(self._scan()) == set(self._files):
-            self._inner.refresh()
-            return
-        old, self._inner = self._inner, self._build()
-        old.close()
+        """Look at the directory again now: a file added or removed changes the tables, a
+        changed file is described again. A problem is raised (the tables stay as they were)."""
+        with self._lock:
+            self._stale = False
+            try:
+                self._reconcile()
+            except Exception:
+                self._stale = True  # the next prompt tries again
+                raise
+            self._current().refresh()
 
     def invalidate(self) -> None:
-        """Forget the schema; only a file added or removed is read now (the new table)."""
-        if set(self._scan()) == set(self._files):
-            self._inner.invalidate()
-            return
-        old, self._inner = self._inner, self._build()
-        old.close()
+        """Forget the schema: the directory is looked at again by the next prompt (reading
+        nothing now — this runs at the start of a turn)."""
+        self._stale = True
 
     def close(self) -> None:
-        self._inner.close()
+        with self._lock:
+            inner, self._inner, self._inner_tools = self._inner, None, {}
+        if inner is not None:
+            inner.close()
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _current(self) -> DataFrameConnector:
+        with self._lock:
+            if self._inner is None:
+                raise ConfigurationError(
+                    f"the csvdir connector {self.id!r} is closed; connect the directory again"
+                )
+            return self._inner
+
+    def _current_handler(self, tool_name: str) -> Any:
+        async def handler(arguments: Any) -> Any:
+            self._current()  # a closed connector says so
+            with self._lock:
+                tool = self._inner_tools[tool_name]
+            return await tool.handler(arguments)
+
+        return handler
+
+    def _catch_up(self) -> None:
+        """After :meth:`invalidate`: look at the directory; a problem is kept for the prompt
+        (the tables read before stay), and tried again next time."""
+        with self._lock:
+            if not self._stale:
+                return
+            try:
+                self._reconcile()
+            except ConfigurationError as exc:
+                self._problem = str(exc)
+                return
+            self._stale = False
+            self._problem = None
+
+    def _reconcile(self) -> None:
+        scanned = self._scan()
+        if {t: f.path for t, f in self._files.items()} != scanned:
+            self._replace(scanned)
+        self._problem = None
 
     def _scan(self) -> dict[str, Path]:
         tables: dict[str, Path] = {}
@@ -168,22 +237,28 @@ class CSVDirConnector(Connector):
             raise ConfigurationError(f"no {self.pattern} files in {self.directory}")
         return tables
 
-    def _build(self) -> DataFrameConnector:
+    def _replace(self, scanned: dict[str, Path]) -> None:
+        """Build the inner connector for ``scanned``, then swap it in; nothing changes when
+        a file cannot be read (it is named, and tried again next time)."""
         from relay_nb import DataFrameConnector
 
         with self._lock:
-            scanned = self._scan()
-            self._files = {
-                table: self._files.get(table) or _CSVFile(path) for table, path in scanned.items()
-            }
-            return DataFrameConnector(
+            known = {f.path: f for f in self._files.values()}
+            files = {table: known.get(path) or _CSVFile(path) for table, path in scanned.items()}
+            for file in files.values():
+                file.check()
+            inner = DataFrameConnector(
                 self.id,
-                dict(self._files),
+                dict(files),
                 row_limit=self.row_limit,
                 statement_timeout_s=self.statement_timeout_s,
                 name=self.name,
                 description=self.description,
             )
+            old, self._inner, self._files = self._inner, inner, files
+            self._inner_tools = {tool.name: tool for tool in inner.tools()}
+        if old is not None:
+            old.close()
 
 
 class _CSVFile:
@@ -195,6 +270,18 @@ class _CSVFile:
         self._frame: pd.DataFrame | None = None
         self._lock = threading.Lock()
 
+    def check(self) -> None:
+        """Read the file now; one that is no CSV is named with the reason."""
+        try:
+            self()
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise ConfigurationError(
+                f"{self.path.name} could not be read as CSV ({type(exc).__name__}"
+                + (f": {reason[:200]}" if reason else "")
+                + "); fix or remove it"
+            ) from None
+
     def __call__(self) -> pd.DataFrame:
         import pandas as pd
 
@@ -205,6 +292,16 @@ class _CSVFile:
                 self._frame = pd.read_csv(self.path)
                 self._stamp = stamp
             return self._frame
+
+
+def check_pattern(pattern: str) -> str:
+    """A file-name pattern inside the directory (``*.csv``, ``sales_*.csv``): no path."""
+    if not pattern or any(part in pattern for part in ("/", "\\", "..")):
+        raise ValueError(
+            f"pattern {pattern!r} must match file names in the directory (e.g. '*.csv'), "
+            "without '/', '\\' or '..'; point path at another directory instead"
+        )
+    return pattern
 
 
 def table_name(stem: str) -> str:

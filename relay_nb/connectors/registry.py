@@ -15,6 +15,7 @@ owns three lifecycles the connectors themselves cannot see:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -31,6 +32,7 @@ from relay_nb.tools import Tool
 __all__ = ["DEFAULT_SCHEMA_TTL_S", "ConnectorRegistry", "ConnectorStatus"]
 
 DEFAULT_SCHEMA_TTL_S = 300.0
+_log = logging.getLogger(__name__)
 _STATUS_TIMEOUT_S = 15.0
 _MAX_STATUS_CHARS = 200
 
@@ -152,13 +154,24 @@ class ConnectorRegistry(Mapping[str, Connector]):
     def refresh_stale(self, ids: Iterable[str] | None = None) -> list[str]:
         """Forget the schema of the connectors (of ``ids``: the turn's) that outlived the
         TTL. Nothing is read here — the next prompt reads it under the context source's
-        timeout — so an unreachable system never stalls the turn that uses another one."""
+        timeout — so an unreachable system never stalls the turn that uses another one. A
+        connector whose ``invalidate`` fails is logged (its id and the error's type, nothing
+        it said) and skipped: the turn goes on with the schema it had."""
         expired = self.stale(ids)
         for cid in expired:
             connector = self._connectors.get(cid)
             if connector is None:
                 continue
-            connector.invalidate()
+            try:
+                connector.invalidate()
+            except Exception as exc:  # one connector's fault must not fail a turn about others
+                _log.warning(
+                    "connector %r: forgetting its expired schema failed (%s); it keeps the "
+                    "schema it has and is tried again next turn",
+                    cid,
+                    type(exc).__name__,
+                )
+                continue
             with self._lock:
                 if self._connectors.get(cid) is connector:
                     self._loaded_at[cid] = self._clock()

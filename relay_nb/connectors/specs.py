@@ -53,16 +53,22 @@ __all__ = [
     "WebSearchSpecConfig",
     "build_connector",
     "check_no_inline_secrets",
+    "is_secret_option",
 ]
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${VAR}``: how a config file refers to an environment variable (group 1: its name)."""
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|pass|session", re.IGNORECASE)
 _SECRET_OPTION = re.compile(
-    r"(?:^|_)(?:password|passwd|secret|token|api_?key|access_?key|private_?key|credentials?)$"
+    r"(?:^|_)(?:password|passwd|pwd|passphrase|secret|token|api_?key|access_?key|private_?key"
+    r"|credentials?)$"
 )
 """A config key holding a credential (``password``, ``auth_token``, ``client_secret``…), read
 on the key in snake_case; ``*_env`` keys name a variable and ``sort_key`` is no secret."""
+_CREDENTIALS_FILE = re.compile(r"[^\s{}]+\.(?:json|pem|key|p12|pfx|crt|ini|cfg|toml|ya?ml)")
+"""A ``credentials`` option naming a file (``service-account.json``), not holding one."""
+_CONNECTION_STRING = re.compile(r"^\s*[A-Za-z][\w .-]*=[^;]*(?:;\s*[A-Za-z][\w .-]*=[^;]*)*;?\s*$")
+"""``Server=db;User Id=reader;Password=…``: an ODBC / ADO.NET connection string."""
 
 
 def _aliases(*names: str) -> Any:
@@ -283,29 +289,32 @@ def build_connector(
 def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
     """Refuse secrets written into a config file (before ``${VAR}`` substitution).
 
-    A config file is the kind of file that gets committed; a password in a URL, an inline
-    token or a literal ``Authorization`` header would leak with it.
+    A config file is the kind of file that gets committed; a password in a URL (under any
+    key, at any depth), an inline token or a literal ``Authorization`` header would leak
+    with it. Keys ending in ``env`` (``token_env``, ``env``, ``headers_env``) hold variable
+    *names*, never values; the built-ins' own shapes (``auth.token``, ``api_key``) get their
+    advice only for built-in types — a plugin's option named like a credential just has to
+    be a whole ``${VAR}``.
     """
     config = entry.get("config")
     if not isinstance(config, Mapping):
         return
-    for key in ("url", "base_url", "baseUrl", "openapi", "openApiUrl", "openapi_url"):
-        url = config.get(key)
-        if isinstance(url, str) and _inline_url_secret(url):
-            raise ConfigurationError(
-                f"{where}.config.{key} has a password or key written in it; put it in an "
-                "environment variable and write ${VARIABLE} in its place (e.g. "
-                "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@host/shop)"
-            )
     _refuse_references_in_names(config, where)
-    auth = config.get("auth")
-    if isinstance(auth, Mapping):
-        for key in ("token", "password", "username", "apiKey", "api_key"):
-            if key in auth:
-                raise ConfigurationError(
-                    f"{where}.config.auth.{key} is an inline secret; config files name "
-                    f'environment variables instead: {_env_key(key)!r}: "MY_API_TOKEN"'
-                )
+    _refuse_inline_strings(config, f"{where}.config")
+    if entry.get("type") in SPEC_TYPES:
+        auth = config.get("auth")
+        if isinstance(auth, Mapping):
+            for key in ("token", "password", "username", "apiKey", "api_key"):
+                if key in auth:
+                    raise ConfigurationError(
+                        f"{where}.config.auth.{key} is an inline secret; config files name "
+                        f'environment variables instead: {_env_key(key)!r}: "MY_API_TOKEN"'
+                    )
+        if "api_key" in config or "apiKey" in config:
+            raise ConfigurationError(
+                f"{where}.config has an inline API key; name its environment variable instead: "
+                '"api_key_env": "TAVILY_API_KEY"'
+            )
     for name, value in _headers(config).items():
         if (
             _SECRET_HEADER.search(name)
@@ -316,12 +325,18 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
                 f"{where}.config.headers[{name!r}] looks like a secret written inline; put it "
                 "in an environment variable and write ${VARIABLE} as the header's value"
             )
-    if "api_key" in config or "apiKey" in config:
-        raise ConfigurationError(
-            f"{where}.config has an inline API key; name its environment variable instead: "
-            '"api_key_env": "TAVILY_API_KEY"'
-        )
     _refuse_secret_options(config, f"{where}.config")
+
+
+def is_secret_option(key: str) -> bool:
+    """Whether a config key names a credential (``password``, ``authToken``, ``api-key``)."""
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(key)).lower().replace("-", "_")
+    return bool(_SECRET_OPTION.search(snake))
+
+
+def _names_variables(key: Any) -> bool:
+    """``token_env``, ``env``, ``headers_env``, ``headersEnv``: its value names variables."""
+    return str(key).lower().endswith("env")
 
 
 def _headers(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -359,30 +374,84 @@ def _inline_url_secret(url: str) -> bool:
     return False
 
 
-def _refuse_references_in_names(value: Any, where: str) -> None:
-    """``"token_env": "${TOKEN}"`` would turn the secret into a variable *name*, which
-    errors then print: an ``*_env`` field holds the name itself (``"TOKEN"``)."""
+def _inline_connection_string_secret(text: str) -> bool:
+    """Whether a ``Key=Value;…`` connection string holds a secret-named value inline."""
+    if "=" not in text or "://" in text or not _CONNECTION_STRING.match(text):
+        return False
+    for part in text.split(";"):
+        key, _, value = part.partition("=")
+        for secret in option_secrets(key.strip(), value.strip()):
+            if not ENV_REFERENCE.fullmatch(secret):
+                return True
+    return False
+
+
+def _refuse_inline_strings(value: Any, where: str) -> None:
+    """A URL with ``user:password@`` (a plugin's ``dsn``, ``uri``…) or a connection string
+    with ``Password=…``, under any key but a variable-naming one, at any depth."""
     if isinstance(value, Mapping):
         for key, item in value.items():
-            if str(key).lower().endswith("env") and isinstance(item, str) and "${" in item:
+            if not _names_variables(key):
+                _refuse_inline_strings(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_inline_strings(item, f"{where}[{index}]")
+    elif isinstance(value, str) and (
+        _inline_url_secret(value) or _inline_connection_string_secret(value)
+    ):
+        raise ConfigurationError(
+            f"{where} has a password or key written in it; put it in an environment variable "
+            "and write ${VARIABLE} in its place (e.g. "
+            "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@host/shop)"
+        )
+
+
+def _refuse_references_in_names(value: Any, where: str) -> None:
+    """``"token_env": "${TOKEN}"`` would turn the secret into a variable *name*, which
+    errors then print: an ``*_env`` field — or a mapping or list of them (``env``,
+    ``headers_env``) — holds the names themselves (``"TOKEN"``)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if _names_variables(key) and _holds_reference(item):
+                what = (
+                    "an environment variable; write its name"
+                    if isinstance(item, str)
+                    else "environment variables; write their names"
+                )
                 raise ConfigurationError(
-                    f"{where}.config: {key} names an environment variable; write its name "
-                    f'("{key}": "MY_TOKEN"), not a ${{…}} reference to its value'
+                    f"{where}.config: {key} names {what} "
+                    f'("MY_TOKEN"), not a ${{…}} reference to a value'
                 )
             _refuse_references_in_names(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            _refuse_references_in_names(item, where)
+
+
+def _holds_reference(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, Mapping):
+        return any(_holds_reference(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_reference(item) for item in value)
+    return False
 
 
 def _refuse_secret_options(value: Any, where: str) -> None:
     """Any option named like a credential (a plugin's ``password``, ``token``…) must be a
-    whole ``${VAR}`` reference, at any depth of the entry's ``config``."""
+    whole ``${VAR}`` reference, at any depth of the entry's ``config`` — except under a
+    key naming variables (``env``, ``headers_env``), and a ``credentials`` file's path."""
     if isinstance(value, Mapping):
         for key, item in value.items():
+            if _names_variables(key):
+                continue
             place = f"{where}.{key}"
-            snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(key)).lower().replace("-", "_")
             if (
                 isinstance(item, str)
-                and _SECRET_OPTION.search(snake)
+                and is_secret_option(key)
                 and not ENV_REFERENCE.fullmatch(item.strip())
+                and not _names_a_credentials_file(key, item)
             ):
                 raise ConfigurationError(
                     f"{place} is a secret written inline; put it in an environment variable "
@@ -393,3 +462,10 @@ def _refuse_secret_options(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _refuse_secret_options(item, f"{where}[{index}]")
+
+
+def _names_a_credentials_file(key: Any, value: str) -> bool:
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(key)).lower()
+    return snake.endswith(("credential", "credentials")) and bool(
+        _CREDENTIALS_FILE.fullmatch(value.strip())
+    )

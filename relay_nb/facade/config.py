@@ -47,9 +47,10 @@ from relay_nb.connectors.specs import (
     ConfigEntry,
     build_connector,
     check_no_inline_secrets,
+    is_secret_option,
 )
 from relay_nb.errors import ConfigurationError
-from relay_nb.redaction import register_secret
+from relay_nb.redaction import redact, register_secret
 
 __all__ = ["CONFIG_FILENAME", "RelayConfig", "SkillSpec", "build_connectors", "load_config"]
 
@@ -158,8 +159,9 @@ def _substitute(value: Any, label: str, path: tuple[str | int, ...]) -> Any:
                     f"{name} is not set; set it (export {name}=… before starting Jupyter, or "
                     f"os.environ[{name!r}] = … before loading the config)"
                 )
-            if _SECRET_NAME.search(name) and found:
-                register_secret(found)
+            key = next((part for part in reversed(path) if isinstance(part, str)), "")
+            if found and (_SECRET_NAME.search(name) or is_secret_option(key)):
+                register_secret(found)  # a secret by its variable's name or its option's
             if any(start <= match.start() < end for start, end in encoded):
                 return quote(found, safe="")
             return found
@@ -206,7 +208,8 @@ def _validation_message(label: str, exc: ValidationError) -> str:
         problems.append(f"{place}: {error['msg']}")
     more = exc.error_count() - len(problems)
     suffix = f" (and {more} more)" if more > 0 else ""
-    return f"{label} is not a valid relay config: " + "; ".join(problems) + suffix
+    # a plugin model's message may echo its input: a ${VAR}-substituted secret
+    return redact(f"{label} is not a valid relay config: " + "; ".join(problems) + suffix)
 
 
 def _without_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -17,23 +17,28 @@ the common SQL URLs are built without reading the installed plugins at all.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.plugins import (
-    BUILTIN_SCHEMES,
+    BUILTIN_TYPE_NAMES,
     TYPE_NAME,
+    WEB_SEARCH_PROVIDERS,
     ConnectorType,
     connector_type_for_scheme,
+    describe_error,
     find_connector_type,
+    is_builtin_scheme,
+    is_sql_dialect_scheme,
+    keyword_parameters,
+    unknown_type_message,
 )
-from relay_nb.errors import ConfigurationError
+from relay_nb.errors import ConfigurationError, RelayError
 
 __all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "is_engine", "is_frame"]
 
-WEB_SEARCH_PROVIDERS = ("tavily", "brave", "serper")
+_COMMON = ("name", "description")
 
 
 def connector_for(connector_id: str, target: Any, options: Mapping[str, Any]) -> Connector:
@@ -111,38 +116,56 @@ def _is_descriptor(target: Any) -> bool:
 
 def _from_descriptor(connector_id: str, target: Any, options: Mapping[str, Any]) -> Connector:
     """``target.build_connector(connector_id, **options)``, checked like a built-in: unknown
-    options are named with the accepted ones, and the result must be a Connector with the
-    id asked for (a descriptor returning something else is a bug to report clearly)."""
+    options are named with the accepted ones, ``name`` and ``description`` (every
+    connector's) are set on the result when the descriptor does not take them, a failure
+    other than a relay_nb error is reported short and redacted, and the result must be a
+    Connector with the id asked for."""
+    kind = type(target).__name__
     build = target.build_connector
-    _check_options(build, options, kind=type(target).__name__, skip_first=True)
-    connector = build(connector_id, **options)
+    read = keyword_parameters(build, skip_first=True)
+    own = None if read is None or read[1] else read[0]  # None: it takes any keyword
+    common = {k: options[k] for k in _COMMON if k in options and own is not None and k not in own}
+    rest = {k: v for k, v in options.items() if k not in common}
+    _check_options(build, rest, kind=kind, skip_first=True, common=True)
+    try:
+        connector = build(connector_id, **rest)
+    except RelayError:
+        raise
+    except Exception as exc:
+        raise ConfigurationError(f"{kind}.build_connector() failed: {describe_error(exc)}") from exc
     if not isinstance(connector, Connector):
         raise ConfigurationError(
-            f"{type(target).__name__}.build_connector() returned {type(connector).__name__}, "
+            f"{kind}.build_connector() returned {type(connector).__name__}, "
             "not a relay_nb.Connector"
         )
     if connector.id != connector_id:
         connector.close()
         raise ConfigurationError(
-            f"{type(target).__name__}.build_connector() built a connector with id "
+            f"{kind}.build_connector() built a connector with id "
             f"{connector.id!r}, not {connector_id!r}"
         )
+    for key, value in common.items():
+        setattr(connector, key, value)
     return connector
 
 
 def _plugin_type(target: str) -> tuple[ConnectorType | None, str | None]:
     """The plugin (or notebook) type a string names: by its URL's scheme, or as a bare type
-    name; ``(None, None)`` for everything the built-ins take."""
+    name; ``(None, None)`` for everything the built-ins take. A bare word that is neither
+    (``"csvdr"``) can be no SQLAlchemy URL either: it is reported as an unknown type."""
     text = target.strip()
     if "://" in text:
         scheme = text.split("://", 1)[0].lower()
-        if scheme.split("+", 1)[0] in BUILTIN_SCHEMES:
+        if is_builtin_scheme(scheme) or is_sql_dialect_scheme(scheme, installed=False):
             return None, None  # the common case: no plugin metadata is read
         return connector_type_for_scheme(scheme), text
     word = text.lower()
-    if word in WEB_SEARCH_PROVIDERS or not TYPE_NAME.match(text):
+    if word in WEB_SEARCH_PROVIDERS or word in BUILTIN_TYPE_NAMES or not TYPE_NAME.match(word):
         return None, None
-    return find_connector_type(text), None
+    found = find_connector_type(word)
+    if found is None:
+        raise ConfigurationError(unknown_type_message(text, in_config=False))
+    return found, None
 
 
 def _sql() -> Callable[..., Connector]:
@@ -165,23 +188,21 @@ def _check_options(
     *,
     kind: str | None = None,
     skip_first: bool = False,
+    common: bool = False,
 ) -> None:
-    target = getattr(factory, "__wrapped__", factory)
-    parameters = list(inspect.signature(target).parameters.values())
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return  # it takes anything: it checks its own options
-    if skip_first:  # a bound build_connector(connector_id, ...): the id is not an option
-        parameters = parameters[1:]
-        allowed = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    else:
-        allowed = (inspect.Parameter.KEYWORD_ONLY,)
-    accepted = [
-        p.name
-        for p in parameters
-        if p.kind in allowed and (skip_first or p.name != "provider")  # web search's own
-    ]
+    """Unknown options, named with the accepted ones (``common``: also every connector's
+    ``name`` and ``description``, which the caller sets itself)."""
+    # a connector class's positional parameters (a URL, the frames) are not options; a
+    # bound build_connector(connector_id, ...) takes all its keyword ones
+    read = keyword_parameters(factory, skip_first=skip_first, keyword_only=not skip_first)
+    if read is None or read[1]:
+        return  # it takes anything (or cannot be read): it checks its own options
+    accepted = [p for p in read[0] if skip_first or p != "provider"]  # web search's own
+    if common:
+        accepted = list(dict.fromkeys([*_COMMON, *accepted]))
     unknown = sorted(set(options) - set(accepted))
     if unknown:
+        target = getattr(factory, "__wrapped__", factory)
         kind = kind or getattr(target, "__name__", "this connector")
         raise ConfigurationError(
             f"{kind} does not take {', '.join(unknown)}; it takes: "

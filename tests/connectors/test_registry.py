@@ -221,3 +221,31 @@ def test_a_password_in_the_query_string_is_masked_in_the_target() -> None:
     shop = SQLConnector("pg", "postgresql+psycopg://reader@127.0.0.1:1/shop?password=hunter2x")
     assert shop.target == "postgresql+psycopg://reader@127.0.0.1:1/shop?password=[REDACTED]"
     shop.close()
+
+
+def test_a_connector_failing_to_forget_its_schema_is_logged_and_skipped(
+    sqlite_shop: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One connector's fault at TTL expiry must not fail a turn about the others, and the
+    log line says which connector and what kind of error — never what the error said."""
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    shop = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    broken = SQLConnector("broken", f"sqlite:///{sqlite_shop}")
+
+    def fail() -> None:
+        raise RuntimeError("hunter2-in-the-error two files clash")
+
+    broken.invalidate = fail  # type: ignore[method-assign]
+    registry.add(broken)
+    registry.add(shop)
+    shop.catalog  # noqa: B018 - read once
+    clock.now += 61
+    with caplog.at_level("WARNING", logger="relay_nb.connectors.registry"):
+        assert registry.refresh_stale() == ["broken", "shop"]
+    assert shop._catalog is None  # the one after the failing one was still dropped
+    assert registry.stale() == ["broken"]  # tried again next turn
+    (record,) = caplog.records
+    assert record.getMessage().startswith("connector 'broken': forgetting its expired schema")
+    assert "(RuntimeError)" in record.getMessage() and "hunter2" not in record.getMessage()
+    registry.close()

@@ -260,6 +260,26 @@ def test_duplicate_ids_are_refused(tmp_path: Path, shop_file: Path) -> None:
             },
             "token_env names an environment variable; write its name",
         ),
+        (
+            {
+                "type": "mcp",
+                "id": "gh",
+                "config": {"command": ["srv"], "env": {"GITHUB_TOKEN": "${MY_GITHUB_TOKEN}"}},
+            },
+            "config: env names environment variables; write their names",
+        ),
+        (
+            {
+                "type": "mcp",
+                "id": "docs",
+                "config": {"url": "http://127.0.0.1:9/mcp", "headersEnv": {"X-Key": "${K}"}},
+            },
+            "config: headersEnv names environment variables; write their names",
+        ),
+        (
+            {"type": "mcp", "id": "x", "config": {"command": ["srv", "--db=pg://u:pw1@h/d"]}},
+            r"config.command\[1\] has a password or key written in it",
+        ),
     ],
 )
 def test_more_ways_of_writing_a_secret_into_the_file_are_refused(

@@ -3,9 +3,9 @@ directories to point it at, and a clean slate of notebook-registered types for e
 
 ``installed_csvdir`` pip-installs ``examples/relay_nb_csvdir`` once per session into a
 temporary ``--target`` directory, from a copy (an in-tree build would leave build files in
-the repository). It builds with the venv's own setuptools and no index when that can build
-a wheel offline (setuptools >= 70.1, or setuptools with ``wheel``); otherwise pip builds it
-in isolation from its configured index.
+the repository). It builds with the venv's own setuptools and no index — offline, like every
+test here — which needs pip and a setuptools that builds wheels on its own (>= 70.1, or with
+``wheel``): without them the fixture fails at once and says what to install.
 """
 
 from __future__ import annotations
@@ -65,10 +65,13 @@ def installed_csvdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("csvdir_plugin")
     source, target = base / "source", base / "site"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet"]
-    if _can_build_offline():
-        command += ["--no-index", "--no-build-isolation"]
-    command += ["--target", str(target), str(source)]
+    if importlib.util.find_spec("pip") is None or not _can_build_offline():
+        pytest.fail(
+            "installing the example plugin offline needs pip and setuptools>=70.1 in the test "
+            "environment: pip install 'relay-nb[test]' pip"
+        )
+    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--no-index"]
+    command += ["--no-build-isolation", "--target", str(target), str(source)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert list(target.glob("relay_nb_csvdir-0.1.0.dist-info/entry_points.txt"))

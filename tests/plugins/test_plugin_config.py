@@ -166,7 +166,15 @@ def test_errors_in_built_in_and_plugin_entries_are_reported_together(
     ("config", "message"),
     [
         ({"token": "hunter2-inline"}, "connectors[0].config.token is a secret written inline"),
-        ({"apiKey": "hunter2-inline"}, "connectors[0].config has an inline API key"),
+        ({"apiKey": "hunter2-inline"}, "connectors[0].config.apiKey is a secret written inline"),
+        ({"pwd": "hunter2-inline"}, "connectors[0].config.pwd is a secret written inline"),
+        ({"dsn": "lake://reader:hunter2-inline@h/x"}, "config.dsn has a password or key written"),
+        ({"nested": {"uri": "lake://u:hunter2-inline@h"}}, "config.nested.uri has a password"),
+        (
+            {"connection_string": "Server=db;User Id=r;Password=hunter2-inline"},
+            "connectors[0].config.connection_string has a password or key written in it",
+        ),
+        ({"env": {"TOKEN": "${HUNTER2}"}}, "config: env names environment variables; write"),
         (
             {"auth": {"client_secret": "hunter2-inline"}},
             "connectors[0].config.auth.client_secret is a secret written inline",

@@ -153,14 +153,21 @@ def test_built_in_targets_never_reach_a_plugin(
     relay: Relay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A SQLite URL, a DataFrame and a provider name are built without reading plugins."""
+    import importlib.metadata
+
     import pandas as pd
 
-    from relay_nb.connectors import plugins
+    from relay_nb.connectors.plugins import discovery
 
-    def no_plugins() -> list:
-        raise AssertionError("entry points were read for a built-in target")
+    real = importlib.metadata.entry_points
 
-    monkeypatch.setattr(plugins, "_entry_points", no_plugins)
+    def no_plugins(**params: Any) -> Any:
+        if params.get("group") == discovery.ENTRY_POINT_GROUP:
+            raise AssertionError("entry points were read for a built-in target")
+        return real(**params)
+
+    monkeypatch.setattr(discovery, "_cached", None)  # not read yet in this process
+    monkeypatch.setattr(importlib.metadata, "entry_points", no_plugins)
     url = f"sqlite:///{tmp_path / 'shop.sqlite'}"
     seed_database(url)
     assert relay.connect("shop", url).kind == "sql"
@@ -196,3 +203,65 @@ def test_a_type_composing_a_built_in_shows_its_own_kind(relay: Relay, tmp_path: 
         assert (row["type"], row["objects"], row["status"]) == ("jsonl-test", "events", "ok")
     finally:
         relay_nb.unregister_connector_type("jsonl-test")
+
+
+@pytest.mark.parametrize("word", ["csvdr", "lake", "files"])
+def test_a_mistyped_type_name_is_reported_as_one(relay: Relay, csvdir: Any, word: str) -> None:
+    """A bare word can never be a SQLAlchemy URL: no 'SQLConnector does not take path'."""
+    with pytest.raises(ConfigurationError) as caught:
+        relay.connect("f", word, path="data/")
+    message = str(caught.value)
+    assert message.startswith(f"{word!r} is neither a URL nor a connector type")
+    assert "from plugins and notebook cells: csvdir)" in message
+    assert "then restart the kernel" in message and "SQLConnector" not in message
+
+
+def test_a_type_name_is_read_in_any_case(relay: Relay, csvdir: Any, csv_dir: Path) -> None:
+    assert relay.connect("f", "CSVDIR", path=str(csv_dir)).kind == "csvdir"
+
+
+def test_a_bare_built_in_word_still_gets_the_built_in_s_advice(relay: Relay) -> None:
+    with pytest.raises(ConfigurationError, match="not a database URL; use a SQLAlchemy URL"):
+        relay.connect("db", "sqlite")
+
+
+def test_name_and_description_are_every_connector_s_even_through_a_descriptor(
+    relay: Relay,
+) -> None:
+    echo = relay.connect("greeter", EchoServer("ahoy"), name="Greeter", description="says hi")
+    assert (echo.name, echo.description, echo.timeout_s) == ("Greeter", "says hi", 5.0)  # type: ignore[attr-defined]
+    with pytest.raises(ConfigurationError, match="it takes: name, description, timeout_s"):
+        relay.connect("greeter", EchoServer("ahoy"), retries=3)
+
+
+def test_a_descriptor_that_fails_is_reported_short_and_redacted(
+    relay: Relay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DESCRIPTOR_TOKEN", "tok-descriptor-secret")
+
+    class Failing:
+        def build_connector(self, connector_id: str) -> Connector:
+            raise RuntimeError("login failed for tok-descriptor-secret\ntraceback…")
+
+    with pytest.raises(ConfigurationError) as caught:
+        relay.connect("f", Failing())
+    assert str(caught.value) == (
+        "Failing.build_connector() failed: RuntimeError: login failed for [REDACTED]"
+    )
+    assert relay.connectors == {}
+
+
+def test_a_descriptor_whose_signature_cannot_be_read_is_called_as_is(relay: Relay) -> None:
+    class Unreadable:
+        @property
+        def __signature__(self) -> Any:
+            raise ValueError("no signature found")
+
+        def __call__(self, connector_id: str, **options: Any) -> Connector:
+            return Echo(connector_id, **options)
+
+    class Opaque:
+        build_connector = Unreadable()
+
+    built = relay.connect("a", Opaque(), greeting="yo")
+    assert (built.id, built.greeting) == ("a", "yo")  # type: ignore[attr-defined]

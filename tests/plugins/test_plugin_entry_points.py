@@ -125,6 +125,7 @@ BROKEN = {
         "from relay_nb import ConnectorType, Connector\n"
         "def make():\n    return ConnectorType(name='other', factory=Connector)\n",
     ),
+    "nometa": ("nometa = no_such_module_nometa:TYPE", ""),  # and no METADATA file
     "echo": (
         "echo = good_echo:make",
         "from relay_nb import ConnectorType\n"
@@ -143,9 +144,10 @@ def broken_plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, (entry, source) in BROKEN.items():
         dist = site / f"relay_nb_{name}-1.0.dist-info"
         dist.mkdir()
-        (dist / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: relay-nb-{name}\nVersion: 1.0\n"
-        )
+        if name != "nometa":
+            (dist / "METADATA").write_text(
+                f"Metadata-Version: 2.1\nName: relay-nb-{name}\nVersion: 1.0\n"
+            )
         (dist / "entry_points.txt").write_text(f"[relay_nb.connectors]\n{entry}\n")
         module = entry.split("=", 1)[1].strip().split(":", 1)[0]
         if source:
@@ -178,6 +180,7 @@ with warnings.catch_warnings(record=True) as caught:
         unknown = str(exc)
 print(json.dumps({{
     "warnings": [(w.category.__name__, str(w.message)) for w in caught],
+    "places": sorted({{w.filename for w in caught}}),
     "names": names, "again": again, "kinds": kinds, "unknown": unknown,
 }}))
 """
@@ -185,7 +188,8 @@ print(json.dumps({{
     result = _last_json(run_python(script, broken_plugins, installed_csvdir, tests_dir))
     assert {category for category, _ in result["warnings"]} == {"ConnectorPluginWarning"}
     messages = [message for _, message in result["warnings"]]
-    assert len(messages) == 4  # one per broken plugin, once: the second listing is quiet
+    assert len(messages) == 5  # one per broken plugin, once: the second listing is quiet
+    assert result["places"] == ["<string>"]  # the warning points at the caller's code
     expected = {
         "missing": "'missing = no_such_module_xyz:TYPE' (relay-nb-missing 1.0) is skipped: "
         "loading it failed: ModuleNotFoundError: No module named 'no_such_module_xyz'",
@@ -195,6 +199,8 @@ print(json.dumps({{
         "ConfigurationError: 'sql' is a built-in connector type",
         "misnamed": "'misnamed = broken_misnamed:make' (relay-nb-misnamed 1.0) is skipped: its "
         "type is named 'other'; the entry point must be named like its type",
+        "nometa": "'nometa = no_such_module_nometa:TYPE' (a distribution without metadata "
+        "(relay_nb_nometa-1.0.dist-info)) is skipped",
     }
     for name, text in expected.items():
         (found,) = [m for m in messages if f"'{name} = " in m]

@@ -42,6 +42,11 @@ def test_the_reserved_names_are_the_config_file_types_and_the_python_only_kinds(
         ({"url_schemes": ("https",)}, "the https:// scheme belongs to a built-in connector"),
         ({"url_schemes": ("postgresql+mydriver",)}, "postgresql+mydriver:// scheme belongs"),
         ({"url_schemes": ("mongodb+srv",)}, "mongodb+srv:// scheme belongs"),
+        ({"name": "tavily"}, "'tavily' names a built-in web-search provider"),
+        ({"name": "serper"}, "'serper' names a built-in web-search provider"),
+        ({"url_schemes": ("snowflake",)}, "snowflake:// is a SQLAlchemy database URL"),
+        ({"url_schemes": ("bigquery",)}, "bigquery:// is a SQLAlchemy database URL"),
+        ({"url_schemes": ("trino+rest",)}, "trino+rest:// is a SQLAlchemy database URL"),
     ],
 )
 def test_a_type_that_would_be_ambiguous_or_broken_is_refused_when_made(
@@ -124,3 +129,11 @@ def test_the_example_plugin_registers_from_a_cell(csvdir_module: ModuleType) -> 
         "row_limit",
         "statement_timeout_s",
     )
+
+
+def test_an_installed_sqlalchemy_dialect_s_scheme_is_refused_too() -> None:
+    """duckdb_engine registers ``duckdb`` under ``sqlalchemy.dialects``: read from there."""
+    from relay_nb.connectors.plugins import builtins
+
+    assert "duckdb" in builtins._dialect_entry_points()
+    assert builtins.is_sql_dialect_scheme("duckdb") and not builtins.is_sql_dialect_scheme("echo")
