@@ -5,13 +5,19 @@ A connector offers them through :meth:`Connector.documents` as neutral
 :class:`~relay_nb.connectors.base.ConnectorDocument` records; this source chunks them and
 retrieves the chunks the question is about with the same lexical TF-IDF as
 :class:`~relay_nb.context.sources.NotesSource` (no embeddings: nothing to download,
-deterministic). Priority 45 (see the table in :mod:`relay_nb.context.sources`): the system's
-own documentation outranks the analyst's general notes (30), but the conversation's recent
-turns (60 down to 41) stay ahead of it, and schemas (70) far ahead.
+deterministic).
 
-Reading the documents can be a round trip per resource, so the first fetch runs the
-connector's (caching) ``documents()`` in a worker thread under a longer timeout, started early
-by :meth:`prewarm`.
+Priorities 45, 44, 43 for the three best chunks (see the table in
+:mod:`relay_nb.context.sources`): the system's own documentation outranks the analyst's
+general notes (30) and the compacted memory of older turns (40); the conversation's recent
+turns (60 for the newest, 2 less per turn back, never below 41) stay ahead of it, and
+schemas (70) far ahead.
+
+Reading the documents can be a round trip per resource, so :meth:`~ConnectorDocumentsSource.fetch`
+runs the connector's (caching) ``documents()`` in a worker thread under this source's
+timeout; the first turn pays for the read, later turns reuse it. :meth:`prewarm` starts that
+read early for a host that calls :meth:`ContextResolver.prewarm
+<relay_nb.context.resolver.ContextResolver.prewarm>` — the session and the agent loop do not.
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ class ConnectorDocumentsSource:
         self._index: tuple[Sequence[ConnectorDocument], NotesSource] | None = None
 
     async def prewarm(self, request: ContextRequest) -> None:
+        """Read (and cache) the documents ahead of a question; only a host calling
+        ``ContextResolver.prewarm`` runs this."""
         await asyncio.to_thread(self.connector.documents)
 
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:

@@ -13,12 +13,15 @@ has something real to talk to:
   timeouts), ``crash`` (``os._exit`` mid-call), ``server_pid``, ``env_status`` and
   ``header_status`` (say whether a variable is set or a header was sent, never the value),
   ``chart`` (an image), ``fail`` (an ``isError`` result), ``files.search`` (a dotted name the
-  connector must sanitise);
+  connector must sanitise), ``slow_calls`` (how many ``slow`` calls are running and how many
+  were cancelled: proof that a cancelled turn reached the server), ``helper_pid``;
 - resources: a glossary and a README (text), a logo (binary), a large text document;
 - prompts: ``summarise_file`` and ``weekly_report`` (listed by the connector, never run).
 
 ``--stderr-line TEXT`` writes TEXT to stderr at start-up (tests check that server stderr is
-redacted before it reaches an error message).
+redacted before it reaches an error message). ``--spawn-helper`` starts a helper process at
+start-up (``sleep``, in the server's process group) that the server never stops, as servers
+that start a language server or a browser do; ``helper_pid`` names it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import argparse
 import asyncio
 import base64
 import os
+import subprocess
 import sys
 from typing import Any
 
@@ -64,7 +68,7 @@ PNG = base64.b64decode(
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
-def build_server(name: str = "relay-test-drive") -> MCPServer:
+def build_server(name: str = "relay-test-drive", *, helper_pid: int | None = None) -> MCPServer:
     """The test server with every tool, resource and prompt registered."""
     server = MCPServer(
         name,
@@ -73,6 +77,7 @@ def build_server(name: str = "relay-test-drive") -> MCPServer:
         log_level="WARNING",
     )
     notes: dict[str, str] = {}
+    slow_calls = {"running": 0, "cancelled": 0, "finished": 0}
 
     @server.tool(annotations=READ_ONLY)
     def list_files() -> str:
@@ -105,8 +110,26 @@ def build_server(name: str = "relay-test-drive") -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     async def slow(seconds: float) -> str:
         """Wait the given number of seconds, then answer (for timeout tests)."""
-        await asyncio.sleep(seconds)
+        slow_calls["running"] += 1
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            slow_calls["cancelled"] += 1
+            raise
+        finally:
+            slow_calls["running"] -= 1
+        slow_calls["finished"] += 1
         return f"waited {seconds} s"
+
+    @server.tool(name="slow_calls", annotations=READ_ONLY)
+    def slow_calls_tool() -> dict[str, int]:
+        """How many slow calls are running, were cancelled by the client, and finished."""
+        return dict(slow_calls)
+
+    @server.tool(name="helper_pid", annotations=READ_ONLY)
+    def helper_pid_tool() -> int:
+        """The pid of the helper process started with --spawn-helper (0 without one)."""
+        return helper_pid or 0
 
     @server.tool(annotations=READ_ONLY)
     def crash(code: int = 3) -> str:
@@ -190,11 +213,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--name", default="relay-test-drive")
     parser.add_argument("--stderr-line", default=None)
+    parser.add_argument("--spawn-helper", action="store_true")
     args = parser.parse_args(argv)
     if args.stderr_line:
         sys.stderr.write(args.stderr_line + "\n")
         sys.stderr.flush()
-    server = build_server(args.name)
+    helper = None
+    if args.spawn_helper:  # left running on purpose: the client must end the process group
+        helper = subprocess.Popen(
+            ["sleep", "300"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    server = build_server(args.name, helper_pid=helper.pid if helper else None)
     if args.transport == "stdio":
         server.run("stdio")
     else:

@@ -21,9 +21,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_http_server(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    """The test server on a free port, once it accepts connections; its /mcp URL."""
-    port = free_port()
+def start_http_server(*extra: str, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """The test server on ``port`` (default: a free one), once it accepts connections; its
+    /mcp URL."""
+    port = port or free_port()
     process = subprocess.Popen(
         [*SERVER, "--transport", "http", "--port", str(port), *extra],
         stdout=subprocess.DEVNULL,
@@ -54,3 +55,21 @@ def stdio_connector(connector_id: str = "files", **options: Any) -> MCPConnector
 
 def by_name(connector: MCPConnector) -> dict[str, Tool]:
     return {tool.name: tool for tool in connector.tools()}
+
+
+def process_gone(pid: int) -> bool:
+    """No such process, or only a zombie waiting for PID 1 to reap it (Linux ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def wait_until(check: Any, *, attempts: int = 200, pause_s: float = 0.05) -> bool:
+    """Poll ``check()`` until true (or give up): for what another thread finishes."""
+    for _ in range(attempts):
+        if check():
+            return True
+        time.sleep(pause_s)
+    return bool(check())

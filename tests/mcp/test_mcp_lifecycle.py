@@ -4,12 +4,13 @@ a server that never answers fails at connect; close() leaves no child process be
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import threading
 
 import pytest
-from mcp_support import SERVER, by_name, stdio_connector
+from mcp_support import by_name, process_gone, stdio_connector, wait_until
 
 from relay_nb.connectors.mcp import MCP
 from relay_nb.errors import ConnectorError
@@ -79,13 +80,21 @@ async def test_a_slow_call_times_out_as_a_tool_error_and_the_server_stays_usable
 
 
 async def test_a_turn_cancelled_mid_call_cancels_the_request() -> None:
-    connector = stdio_connector("cancel")
+    connector = stdio_connector("cancel", timeout_s=60)  # only the cancellation can end it
     try:
         tool = by_name(connector)["cancel_slow"]
+
+        def calls() -> dict[str, int]:
+            return json.loads(connector.call_tool("slow_calls").content)
+
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(tool.run({"seconds": 30}), 0.5)
+        # the server saw the request cancelled (not left running on the host's loop)
+        await asyncio.to_thread(wait_until, lambda: calls()["cancelled"] == 1, attempts=60)
+        assert calls() == {"running": 0, "cancelled": 1, "finished": 0}
         after = await tool.run({"seconds": 0})
         assert not after.is_error
+        assert calls() == {"running": 0, "cancelled": 1, "finished": 1}
     finally:
         connector.close()
 
@@ -113,16 +122,21 @@ async def test_closing_during_a_call_ends_the_call_with_a_tool_error() -> None:
     assert "was disconnected during the call to its tool 'slow'" in result.content
 
 
-def test_a_server_that_never_answers_fails_at_connect_within_the_timeout() -> None:
-    silent = MCP(
-        command=[sys.executable, "-c", "import time; time.sleep(60)"], connect_timeout_s=1
-    ).build_connector("silent")
+def test_a_server_that_never_answers_fails_at_connect_within_the_timeout(tmp_path) -> None:
+    pid_file = tmp_path / "pid"
+    script = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    silent = MCP(command=[sys.executable, "-c", script], connect_timeout_s=1).build_connector(
+        "silent"
+    )
     try:
         with pytest.raises(ConnectorError, match="did not complete the MCP handshake within 1 s"):
             silent.tools()
     finally:
         silent.close()
     assert mcp_threads("silent") == []
+    assert process_gone(int(pid_file.read_text()))  # the server process too, not only the thread
 
 
 def test_a_missing_command_is_a_clear_error() -> None:
@@ -168,8 +182,10 @@ def test_a_server_that_exits_at_start_shows_its_stderr_redacted(monkeypatch) -> 
 
 def test_catalog_is_cached_until_refresh(stdio_files) -> None:
     first = stdio_files.catalog
-    assert stdio_files.catalog is first
-    stdio_files.refresh()
-    assert stdio_files.catalog is not first
-    assert stdio_files.catalog.tools == first.tools
-    assert server_pid(stdio_files) > 0 and SERVER[0] == sys.executable
+    pid = server_pid(stdio_files)
+    assert stdio_files.catalog is first and stdio_files.server_tools() == list(first.tools)
+    stdio_files.refresh()  # lists again now, on the same server process
+    second = stdio_files.catalog
+    assert second is not first and second.tools == first.tools
+    assert stdio_files.catalog is second
+    assert server_pid(stdio_files) == pid

@@ -3,9 +3,13 @@ names, schemas, approval, result mapping, prompts, targets."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 from mcp_support import by_name, stdio_connector
 
+from relay_nb.connectors.mcp import MCP
 from relay_nb.connectors.mcp.connector import MCPConnector
 from relay_nb.connectors.results import QueryResult
 from relay_nb.testing.mcp_server import SALES, build_server
@@ -23,6 +27,8 @@ SERVER_TOOLS = {
     "chart",
     "fail",
     "files.search",
+    "slow_calls",
+    "helper_pid",
 }
 
 
@@ -137,7 +143,9 @@ def test_prompts_are_listed_not_run(connector: MCPConnector) -> None:
 
 def test_prompt_context_describes_the_server_and_fits_a_budget(connector: MCPConnector) -> None:
     full = connector.prompt_context()
-    assert full.startswith(f"### MCP connector: {connector.id} — ")
+    where = "a local server (stdio)" if connector.launch.transport == "stdio" else connector.target
+    assert full.startswith(f"### MCP connector: {connector.id} — {where}\n")
+    assert sys.executable not in full  # how this machine starts the server is not the model's
     assert "relay-test-drive 1.0 — A team drive with notes" in full
     assert f"- {connector.id}_sales_by_region (read-only): Monthly revenue" in full
     assert "Resources (4): glossary, readme, logo, handbook" in full
@@ -147,8 +155,17 @@ def test_prompt_context_describes_the_server_and_fits_a_budget(connector: MCPCon
     assert "more tools not listed here" in small
 
 
-def test_targets_show_the_command_or_masked_url(stdio_files, http_url) -> None:
-    assert stdio_files.target.startswith("stdio: ")
-    assert stdio_files.target.endswith("-m relay_nb.testing.mcp_server")
-    assert stdio_files.kind == "mcp"
+def test_targets_show_the_command_or_masked_url(stdio_files, http_docs, http_url) -> None:
+    program = os.path.basename(sys.executable)  # a name, not the machine's venv path
+    assert stdio_files.target == f"stdio: {program} -m relay_nb.testing.mcp_server"
+    assert stdio_files.kind == "mcp" and http_docs.kind == "mcp"
     assert repr(stdio_files) == f"<MCPConnector 'files' {stdio_files.target}>"
+    assert http_docs.target == http_url and http_url.startswith("http://127.0.0.1:")
+    assert repr(http_docs) == f"<MCPConnector 'docs' {http_url}>"
+    with_password = MCP(url=http_url.replace("http://", "http://reader:pw-77d1c9e0aa@"))
+    masked = with_password.build_connector("masked")
+    try:
+        assert masked.target == http_url.replace("http://", "http://reader:[REDACTED]@")
+        assert "pw-77d1c9e0aa" not in repr(masked)
+    finally:
+        masked.close()

@@ -11,12 +11,20 @@ on it from sync code.
 Failure is bounded everywhere: connecting (start-up and handshake) has its own timeout, every
 request its timeout, and a request races the connection's death — a server that crashes
 mid-call fails the call at once, not when the timeout runs out. The next request after a
-crash reconnects (a fresh process); if that fails too, requests fail fast until
-:meth:`reset`. :meth:`close` ends the session and the server process with it (the SDK closes
-stdin, then terminates the process group) and joins the thread.
+crash reconnects (a fresh process); if that fails too, requests fail fast for
+:attr:`MCPClientHost.reconnect_backoff_s`, then the next one tries again (:meth:`reset`, which
+``relay.refresh(id)`` reaches, allows it at once). :meth:`close` ends the session — a server
+still connecting is cancelled, not waited for — and joins the thread.
 
-Server stderr is read into a short ring buffer (and the debug log); errors quote its last
-lines only redacted, since a server may print its own credentials.
+Processes: the SDK starts a stdio server in its own session (process group); on shutdown it
+closes the server's stdin and kills the group only if the server has not exited within 2 s.
+Whenever a session ends (``close()`` or a crash) the host then ends whatever is left of that
+group — helpers the server started — with SIGTERM, then SIGKILL
+(:mod:`relay_nb.connectors.mcp.process`).
+
+Server stderr is read into a short ring buffer of length-capped lines (and the debug log);
+it is redacted before it is kept, logged or quoted, since a server may print its own
+credentials.
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from relay_nb.connectors.mcp.process import SPAWNED, end_process_group, install_spawn_hook
 from relay_nb.connectors.mcp.spec import Launch
+from relay_nb.connectors.mcp.text import clip, redacted_clip
 from relay_nb.errors import ConfigurationError, ConnectorError
 from relay_nb.redaction import redact
 
@@ -46,6 +57,10 @@ logger = logging.getLogger("relay_nb.connectors.mcp")
 _CLOSE_TIMEOUT_S = 15.0
 """Room for the SDK's shutdown: stdin closed, 2 s grace, SIGTERM, 2 s, SIGKILL."""
 _STDERR_LINES = 40
+_STDERR_LINE_CHARS = 1000
+"""Longer stderr lines are kept cut (a server dumping a blob on one line cannot fill memory)."""
+_STDERR_OVERLAP = 256
+"""Read past the cut before redacting, so a secret straddling it is still found whole."""
 _QUOTED_STDERR_CHARS = 300
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
@@ -70,6 +85,11 @@ class _Connection:
         self.stop = asyncio.Event()
         self.dead = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        self.cancelled = False
+        """Its holder was cancelled (once only: a second native cancel would break into the
+        SDK's shielded shutdown of the server process)."""
+        self.pids: list[int] = []
+        """The stdio server's pid (its own process group), recorded when it is spawned."""
         self.lost = False
         """Set when a request saw the connection close: the next request reconnects at
         once, while this one's holder still winds down."""
@@ -81,6 +101,9 @@ class _Connection:
 
 class MCPClientHost:
     """Runs requests against one MCP server; see the module docstring."""
+
+    reconnect_backoff_s = 5.0
+    """After a failed reconnect, requests fail fast this long before one tries again."""
 
     def __init__(
         self, launch: Launch, *, label: str, connect_timeout_s: float, timeout_s: float
@@ -94,8 +117,10 @@ class MCPClientHost:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._conn: _Connection | None = None
-        self._holders: set[asyncio.Task[None]] = set()
-        self._broken: ConnectorError | None = None
+        self._conns: set[_Connection] = set()
+        """Every connection whose holder task has not finished (lives on the host's loop)."""
+        self._broken: tuple[ConnectorError, float] | None = None
+        """A failed reconnect and when it failed: requests fail fast with it for a while."""
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
 
     # ------------------------------------------------------------------ any thread
@@ -107,11 +132,20 @@ class MCPClientHost:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise self._error(f"did not answer {what} in time") from None
+        except concurrent.futures.CancelledError:  # the host's loop stopped under it
+            raise self._closed_during(what) from None
 
     async def arun(self, op: Callable[[Client], Awaitable[T]], *, what: str) -> T:
         """Run ``op(client)`` on the host's loop; awaiting it never blocks the caller's loop,
         and cancelling the caller cancels the request."""
-        return await asyncio.wrap_future(self._submit(op, what))
+        future = self._submit(op, what)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if future.cancelled() and self._closed and not (task and task.cancelling()):
+                raise self._closed_during(what) from None  # closed, not the caller cancelled
+            raise
 
     def stderr_tail(self, lines: int = 5) -> str:
         """The server's last stderr lines, redacted (stdio servers only)."""
@@ -119,7 +153,7 @@ class MCPClientHost:
         return redact(tail, extra=self.launch.secrets)
 
     def reset(self) -> None:
-        """Allow reconnecting after a failed reconnect (``refresh()``)."""
+        """Allow reconnecting at once after a failed reconnect (``refresh()``)."""
         self._broken = None
 
     def close(self) -> None:
@@ -137,7 +171,9 @@ class MCPClientHost:
         try:
             asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(_CLOSE_TIMEOUT_S)
         except Exception as exc:  # a wedged transport must not stop the kernel from exiting
-            logger.warning("MCP server %r did not shut down cleanly: %r", self.label, exc)
+            logger.warning(
+                "MCP server %r did not shut down cleanly: %s", self.label, self._redacted(exc)
+            )
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
 
@@ -201,20 +237,21 @@ class MCPClientHost:
         conn = self._conn
         if conn is None or not conn.usable:
             if self._broken is not None:
-                raise self._broken
+                error, failed_at = self._broken
+                if time.monotonic() - failed_at < self.reconnect_backoff_s:
+                    raise error
+                self._broken = None  # the back-off is over: try once more
             reconnecting = conn is not None
             conn = self._conn = _Connection(asyncio.get_running_loop())
             conn.task = asyncio.ensure_future(self._hold(conn))
-            self._holders.add(conn.task)
-            conn.task.add_done_callback(self._holders.discard)
+            self._conns.add(conn)
+            conn.task.add_done_callback(lambda _task, c=conn: self._conns.discard(c))
         else:
             reconnecting = False
         try:
             await asyncio.wait_for(asyncio.shield(conn.ready), self.connect_timeout_s)
         except TimeoutError:
-            conn.stop.set()
-            if conn.task is not None:
-                conn.task.cancel()
+            self._abandon(conn)
             error = self._error(
                 f"did not complete the MCP handshake within {self.connect_timeout_s:g} s"
                 + self._stderr_note()
@@ -224,11 +261,11 @@ class MCPClientHost:
                 "check the URL (it usually ends in /mcp)"
             )
             if reconnecting:
-                self._broken = error
+                error = self._broke(error)
             raise error from None
         except ConnectorError as exc:
             if reconnecting:
-                self._broken = exc
+                raise self._broke(exc) from None
             raise
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -237,17 +274,40 @@ class MCPClientHost:
             raise  # the caller's own cancellation
         return conn
 
+    @staticmethod
+    def _abandon(conn: _Connection) -> None:
+        """Stop a connection that is still connecting: cancel its holder, once."""
+        conn.stop.set()
+        if conn.task is not None and not conn.cancelled:
+            conn.cancelled = True
+            conn.task.cancel()
+
+    def _broke(self, error: ConnectorError) -> ConnectorError:
+        """Remember a failed reconnect; the error says how to retry at once."""
+        text = str(error)
+        hinted = ConnectorError(
+            f"{text}{' ' if text.endswith(('.', '?')) else '. '}The first call "
+            f"{self.reconnect_backoff_s:g} s after this tries to reconnect; "
+            f"relay.refresh({self.label!r}) reconnects now"
+        )
+        self._broken = (hinted, time.monotonic())
+        return hinted
+
     async def _hold(self, conn: _Connection) -> None:
-        """Enter the client, publish it, and keep it open until asked to stop."""
+        """Enter the client, publish it, and keep it open until asked to stop; then end
+        what is left of the server's process group."""
         stderr_file = None
         loop = asyncio.get_running_loop()
         warm = loop.run_in_executor(None, _warm_validator)  # meanwhile the server starts
+        SPAWNED.set(conn.pids)  # this task's context: the spawn hook records the pid here
         try:
             async with contextlib.AsyncExitStack() as stack:
                 mcp = import_sdk()
                 if self.launch.transport == "stdio":
+                    from mcp.client import stdio
                     from mcp.client.stdio import stdio_client
 
+                    install_spawn_hook(stdio)
                     stderr_file = self._stderr_pipe()
                     params = mcp.StdioServerParameters(
                         command=self.launch.command,
@@ -281,11 +341,18 @@ class MCPClientHost:
             if not conn.ready.done():
                 conn.ready.set_exception(self._connect_error(exc))
             else:
-                logger.info("MCP server %r connection ended: %r", self.label, _leaf(exc))
+                logger.info(
+                    "MCP server %r connection ended: %s", self.label, self._redacted(_leaf(exc))
+                )
         finally:
-            conn.dead.set()
-            if stderr_file is not None:
-                stderr_file.close()
+            try:
+                for pid in conn.pids:  # helpers a promptly exiting server left behind
+                    if await end_process_group(pid):
+                        logger.info("MCP server %r: ended processes left in its group", self.label)
+            finally:
+                conn.dead.set()
+                if stderr_file is not None:
+                    stderr_file.close()
 
     def _stderr_pipe(self) -> Any:
         """A file the server's stderr goes to; a daemon thread keeps its last lines."""
@@ -293,21 +360,33 @@ class MCPClientHost:
         reader = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
         lines = self._stderr
         label = self.label
+        secrets = self.launch.secrets
 
         def drain() -> None:
+            skipping = False  # the rest of a line already kept cut
             with reader:
-                for line in reader:
-                    text = line.rstrip()
-                    lines.append(text)
-                    logger.debug("MCP server %r: %s", label, redact(text))
+                while chunk := reader.readline(_STDERR_LINE_CHARS + _STDERR_OVERLAP):
+                    complete = chunk.endswith("\n")
+                    if not skipping:
+                        text = redact(chunk.rstrip("\r\n"), extra=secrets)
+                        if len(text) > _STDERR_LINE_CHARS or not complete:
+                            text = clip(text, _STDERR_LINE_CHARS) + " [line cut]"
+                        lines.append(text)
+                        logger.debug("MCP server %r: %s", label, text)
+                    skipping = not complete
 
         threading.Thread(target=drain, name=f"relay-mcp-stderr-{label}", daemon=True).start()
         return os.fdopen(write_fd, "w", encoding="utf-8")
 
     async def _shutdown(self) -> None:
-        if self._conn is not None:
-            self._conn.stop.set()
-        holders = list(self._holders)
+        holders = []
+        for conn in list(self._conns):
+            if not conn.ready.done():  # still connecting: do not sit out its handshake
+                self._abandon(conn)
+                conn.ready.cancel()  # also when the holder had not started yet
+            conn.stop.set()
+            if conn.task is not None:
+                holders.append(conn.task)
         if holders:
             await asyncio.wait(holders, timeout=_CLOSE_TIMEOUT_S - 1)
 
@@ -320,6 +399,20 @@ class MCPClientHost:
         return ConnectorError(
             f"MCP server {self.label!r} {redact(message, extra=self.launch.secrets)}"
         )
+
+    def _redacted(self, exc: BaseException) -> str:
+        """An exception for the log: its type and its redacted, clipped text."""
+        return f"{type(exc).__name__}: {self._quote(str(exc))}"
+
+    def _quote(self, text: str, limit: int = 300) -> str:
+        """What a server or library said, for an error message: redacted, then clipped (in
+        that order, so a secret at the cut cannot leak half of itself)."""
+        return redacted_clip(text, limit, secrets=self.launch.secrets, one_line=True)
+
+    def _closed_during(self, what: str) -> ConnectorError:
+        if self._closed:
+            return self._lost(what)
+        return self._error(f"stopped answering during {what}; the request did not complete")
 
     def _lost(self, what: str) -> ConnectorError:
         if self._closed:
@@ -340,10 +433,10 @@ class MCPClientHost:
         if type(exc).__name__ == "MCPError" and code == _REQUEST_TIMEOUT:
             return self._error(f"did not answer {what} within {self.timeout_s:g} s")
         if type(exc).__name__ == "MCPError":
-            return self._error(f"refused {what}: {_clip(message, 300)} (MCP error {code})")
+            return self._error(f"refused {what}: {self._quote(message)} (MCP error {code})")
         if isinstance(exc, ConnectorError):
             return exc
-        return self._error(f"failed {what}: {type(exc).__name__}: {_clip(str(exc), 300)}")
+        return self._error(f"failed {what}: {type(exc).__name__}: {self._quote(str(exc))}")
 
     def _connect_error(self, exc: BaseException) -> ConnectorError:
         leaf = _leaf(exc)
@@ -366,12 +459,16 @@ class MCPClientHost:
                 f"could not be reached at {self.launch.target} ({name}); is the server running?"
             )
         return self._error(
-            f"could not connect: {name}: {_clip(str(leaf), 300)}" + self._stderr_note()
+            f"could not connect: {name}: {self._quote(str(leaf))}" + self._stderr_note()
         )
 
     def _stderr_note(self) -> str:
         tail = self.stderr_tail(3)
-        return f". Its stderr ended with: {_clip(tail, _QUOTED_STDERR_CHARS)}" if tail else ""
+        return (
+            f". Its stderr ended with: {clip(tail, _QUOTED_STDERR_CHARS, one_line=True)}"
+            if tail
+            else ""
+        )
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
@@ -401,8 +498,3 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

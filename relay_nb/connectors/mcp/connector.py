@@ -6,7 +6,7 @@
   the analyst lists it in ``read_only_tools``. Results are mapped by
   :mod:`relay_nb.connectors.mcp.results`.
 - **resources** (text ones, size-capped) are offered as :meth:`documents`, which the context
-  layer ranks by the question into the prompt (priority 45, see
+  layer ranks by the question into the prompt (see
   :mod:`relay_nb.context.connector_documents`); binary ones are skipped with a note.
 - **prompts** are listed (:meth:`prompts`, the prompt context, ``%relay --connectors``),
   never run: a server prompt is a template for a person to pick, not an instruction.
@@ -14,13 +14,22 @@
 The server is contacted when the tools are first listed (``relay.connect`` does that, so a
 server that does not start fails there) and kept connected on a background loop
 (:class:`~relay_nb.connectors.mcp.client.MCPClientHost`) until :meth:`close`.
+
+Caching: the listing (tools, resources, prompts) and the resources read are kept. When the
+registry's schema TTL expires, :meth:`invalidate` keeps them and re-reads them in a
+background thread, swapping the new ones in only if that succeeds — so building a turn's
+tools never waits on the server, and a server that went away leaves the last good listing
+(its tool calls then fail as tool errors). :meth:`refresh` (``relay.refresh(id)``) re-reads
+now and reconnects a connection given up on. No lock is held while the server is asked.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from relay_nb.connectors.base import Connector, ConnectorDocument, check_connector_id
@@ -35,6 +44,7 @@ from relay_nb.connectors.mcp.catalog import (
 from relay_nb.connectors.mcp.client import MCPClientHost, import_sdk
 from relay_nb.connectors.mcp.results import tool_result
 from relay_nb.connectors.mcp.spec import MCPSpecConfig, resolve_launch
+from relay_nb.connectors.mcp.text import redacted_clip
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.redaction import redact
 from relay_nb.tools import Tool, ToolResult
@@ -46,6 +56,21 @@ _CONNECT_TIMEOUT_S = 30.0
 """Starting a server can take long (``npx`` fetching a package); a call's timeout is apart."""
 _TEXT_MIME = re.compile(r"^(text/.*|application/(json|xml|yaml|x-yaml|toml|csv|sql|markdown))$")
 _WORD = re.compile(r"[a-z0-9]+")
+_REFRESH_WAIT_S = 4.0
+"""How long a prompt waits for a background re-list before using the previous listing (well
+inside the context sources' 10 s timeout)."""
+logger = logging.getLogger("relay_nb.connectors.mcp")
+
+
+@dataclass
+class _Reload:
+    """One background re-read after :meth:`MCPConnector.invalidate`."""
+
+    generation: int
+    listed: threading.Event = field(default_factory=threading.Event)
+    """Set when the listing was re-read (or failed to be)."""
+    finished: threading.Event = field(default_factory=threading.Event)
+    """Set when the resources were re-read too (or that failed)."""
 
 
 class MCPConnector(Connector):
@@ -74,21 +99,37 @@ class MCPConnector(Connector):
         self._host = MCPClientHost(
             self.launch, label=self.id, connect_timeout_s=connect_timeout, timeout_s=self.timeout_s
         )
+        # the cached state; the lock guards it and is never held while the server is asked
+        self._lock = threading.Lock()
         self._catalog: Catalog | None = None
         self._documents: list[ConnectorDocument] | None = None
         self._skipped: list[str] = []
-        self._lock = threading.RLock()  # documents() reads the catalog under it
+        self._generation = 0
+        """Bumped by :meth:`refresh`: a read started before it is not stored."""
+        self._stale = False
+        """Set by :meth:`invalidate`: the cached state is kept until a re-read succeeds."""
+        self._reload: _Reload | None = None
+        self._reload_note: str | None = None
+        """Why the last background re-list failed (said in the prompt), else None."""
 
     # ------------------------------------------------------------------ what the server offers
     @property
     def catalog(self) -> Catalog:
-        """The server's tools, resources and prompts, listed once and cached until
-        :meth:`refresh` (connects on first use; the schema source prewarms it)."""
-        if self._catalog is None:
-            with self._lock:
-                if self._catalog is None:
-                    self._catalog = self._host.run(read_catalog, what="the listing of its tools")
-        return self._catalog
+        """The server's tools, resources and prompts, listed once and kept (see the module
+        docstring). Only the first use asks the server (``relay.connect`` makes that use);
+        after that this never waits on it."""
+        with self._lock:
+            catalog, generation = self._catalog, self._generation
+        if catalog is not None:
+            return catalog
+        catalog = self._list()
+        with self._lock:
+            if self._generation == generation and self._catalog is None:
+                self._catalog = catalog
+        return catalog
+
+    def _list(self) -> Catalog:
+        return self._host.run(read_catalog, what="the listing of its tools")
 
     def server_tools(self) -> list[ServerTool]:
         """The server tools this connector exposes (after the ``tools`` allowlist)."""
@@ -113,20 +154,31 @@ class MCPConnector(Connector):
 
     def documents(self) -> list[ConnectorDocument]:
         """The server's text resources (at most ``max_resources``, each cut to
-        ``max_resource_chars``), read once and cached until :meth:`refresh`."""
+        ``max_resource_chars``), read once and kept. After :meth:`invalidate` the kept ones
+        are returned while a background re-read runs (waited for a few seconds)."""
         if not self.spec.resources:
             return []
-        if self._documents is None:
-            with self._lock:
-                if self._documents is None:
-                    self._documents, self._skipped = self._read_documents()
-        return self._documents
+        with self._lock:
+            documents, generation, stale = self._documents, self._generation, self._stale
+        if documents is not None:
+            if stale:
+                self._start_reload().finished.wait(_REFRESH_WAIT_S)
+                with self._lock:
+                    documents = self._documents if self._documents is not None else documents
+            return documents
+        documents, skipped = self._read_documents(self.catalog)
+        with self._lock:
+            if self._generation == generation and self._documents is None:
+                self._documents, self._skipped = documents, skipped
+        return documents
 
-    def _read_documents(self) -> tuple[list[ConnectorDocument], list[str]]:
+    def _read_documents(self, catalog: Catalog) -> tuple[list[ConnectorDocument], list[str]]:
+        """Read the text resources one request each (no lock held: each may take up to
+        ``timeout_s``)."""
         documents: list[ConnectorDocument] = []
         skipped: list[str] = []
         limit = self.spec.max_resource_chars
-        for resource in self.catalog.resources:
+        for resource in catalog.resources:
             label = f"{resource.name} ({resource.mime_type or 'unknown type'})"
             if resource.mime_type and not _TEXT_MIME.match(resource.mime_type):
                 skipped.append(f"{label}: binary, not read")
@@ -168,7 +220,7 @@ class MCPConnector(Connector):
             built.append(
                 Tool(
                     name=names[tool.name],
-                    description=_clip(description, 1024),
+                    description=redacted_clip(description, 1024, secrets=self.launch.secrets),
                     input_model=passthrough_model(names[tool.name], tool.input_schema),
                     handler=self._handler(tool.name),
                     requires_approval=not safe,
@@ -224,20 +276,28 @@ class MCPConnector(Connector):
 
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         label = self.id + (f" ({self.name})" if self.name != self.id else "")
-        head = [f"### MCP connector: {label} — {self.target}"]
+        # the model needs the server, not how this machine starts it (paths, interpreter)
+        where = "a local server (stdio)" if self.launch.transport == "stdio" else self.target
+        head = [f"### MCP connector: {label} — {where}"]
         if self.description:
             head.append(self.description)
+        with self._lock:
+            stale = self._stale and self._catalog is not None
+        if stale:  # a re-list runs in the background: give it a moment, else use the last one
+            self._start_reload().listed.wait(_REFRESH_WAIT_S)
         try:
             catalog = self.catalog
             tools = self.server_tools()
         except RelayError as exc:  # the prompt still says what this connector is
             head.append(f"The server could not be reached ({_short(exc)}); its tools may fail.")
-            return "\n".join(head)
+            return redact("\n".join(head), extra=self.launch.secrets)
         server = " ".join(p for p in (catalog.server_name, catalog.server_version) if p)
         if server or catalog.instructions:
             about = f"Server: {server or 'unnamed'}"
             if catalog.instructions:
-                about += f" — {_clip(catalog.instructions, 600)}"
+                about += (
+                    f" — {redacted_clip(catalog.instructions, 600, secrets=self.launch.secrets)}"
+                )
             head.append(about)
         names = agent_tool_names(self.id, tools)
         tool_lines = []
@@ -246,7 +306,9 @@ class MCPConnector(Connector):
                 self.spec.trust_read_only_hints and tool.read_only_hint
             )
             flag = "read-only" if safe else "needs approval"
-            text = _clip(" ".join(tool.description.split()), _DESCRIPTION_CHARS)
+            text = redacted_clip(
+                tool.description, _DESCRIPTION_CHARS, secrets=self.launch.secrets, one_line=True
+            )
             tool_lines.append(f"- {names[tool.name]} ({flag}): {text}")
         tail = []
         if self.spec.resources and catalog.resources:
@@ -255,16 +317,25 @@ class MCPConnector(Connector):
                 f"Resources ({len(catalog.resources)}): {shown}. Passages relevant to the "
                 f"question appear as context from documents:{self.id}."
             )
-            skipped = list(self._skipped) if self._documents is not None else []
+            with self._lock:
+                skipped = list(self._skipped) if self._documents is not None else []
             if skipped:
                 tail.append("Not read: " + "; ".join(skipped[:10]))
         if catalog.prompts:
             listed = "; ".join(
-                p.signature() + (f" — {_clip(p.description, 120)}" if p.description else "")
+                p.signature()
+                + (
+                    f" — {redacted_clip(p.description, 120, secrets=self.launch.secrets)}"
+                    if p.description
+                    else ""
+                )
                 for p in catalog.prompts[:20]
             )
             tail.append(f"Prompts the server offers (for the user to pick, not run): {listed}")
         tail += [f"Note: {note}" for note in catalog.notes]
+        with self._lock:
+            if self._reload_note:
+                tail.append(f"Note: {self._reload_note}")
         lines = [
             *head,
             f"Tools ({len(tool_lines)}):" if tool_lines else "Tools: none.",
@@ -286,16 +357,70 @@ class MCPConnector(Connector):
 
     # ------------------------------------------------------------------ lifecycle
     def refresh(self) -> None:
-        """Forget the listing and the resources; the next use lists them again (and may
-        reconnect after a failed reconnect)."""
-        with self._lock:
-            self._catalog = None
-            self._documents = None
-            self._skipped = []
+        """List the server's tools again now (reconnecting at once if a reconnect had failed),
+        and forget the resources read (the next prompt reads them again). Raises the
+        server's error, keeping the previous listing, if it cannot be listed."""
         self._host.reset()
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        catalog = self._list()
+        with self._lock:
+            if self._generation == generation:
+                self._catalog = catalog
+                self._documents, self._skipped = None, []
+                self._stale, self._reload_note = False, None
 
     def invalidate(self) -> None:
-        self.refresh()
+        """The schema TTL expired: keep what was read, re-read it in the background. Never
+        waits on the server (it runs on the turn's event loop)."""
+        with self._lock:
+            if self._catalog is None:
+                return  # nothing read yet: the first use reads it
+            self._stale = True
+        self._start_reload()
+
+    def _start_reload(self) -> _Reload:
+        """The background re-read in flight, or a new one."""
+        with self._lock:
+            if self._reload is not None and not self._reload.finished.is_set():
+                return self._reload
+            reload = self._reload = _Reload(self._generation)
+        threading.Thread(
+            target=self._run_reload, args=(reload,), name=f"relay-mcp-relist-{self.id}", daemon=True
+        ).start()
+        return reload
+
+    def _run_reload(self, reload: _Reload) -> None:
+        """List again, then re-read the resources if they had been read; each result is
+        swapped in only when its read succeeded and no :meth:`refresh` came in between."""
+        try:
+            try:
+                catalog = self._list()
+            except Exception as exc:
+                logger.info("MCP server %r: listing again failed: %s", self.id, _short(exc))
+                with self._lock:
+                    if self._generation == reload.generation:
+                        self._reload_note = (
+                            f"listing its tools again failed ({_short(exc)}); the tools shown "
+                            "are from the previous listing and may fail"
+                        )
+                return
+            with self._lock:
+                if self._generation != reload.generation:
+                    return
+                self._catalog, self._reload_note = catalog, None
+                reread = self.spec.resources and self._documents is not None
+            reload.listed.set()
+            documents, skipped = self._read_documents(catalog) if reread else (None, [])
+            with self._lock:
+                if self._generation == reload.generation:
+                    if documents is not None:
+                        self._documents, self._skipped = documents, skipped
+                    self._stale = False
+        finally:
+            reload.listed.set()
+            reload.finished.set()
 
     def close(self) -> None:
         """End the session and stop the server process (stdio)."""
@@ -336,8 +461,4 @@ def _fit(
 
 
 def _short(exc: BaseException) -> str:
-    return _clip(redact(str(exc)), 200)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redacted_clip(str(exc), 200)

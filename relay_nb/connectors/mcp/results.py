@@ -11,12 +11,11 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from relay_nb.connectors.mcp.text import redacted_clip
 from relay_nb.connectors.results import QueryResult, frame_from_records, preview_for_model
 from relay_nb.redaction import redact
 from relay_nb.tools import ToolResult
@@ -37,12 +36,13 @@ def tool_result(
     """Map a ``CallToolResult`` (duck-typed: ``content``, ``structured_content``,
     ``is_error``) to a ``ToolResult``."""
     secrets = tuple(secrets)
-    text = content_text(getattr(result, "content", None) or [], max_chars=max_chars)
+    # unclipped here: redaction must see a whole secret before anything is cut
+    text = content_text(getattr(result, "content", None) or [])
     structured = getattr(result, "structured_content", None)
     if getattr(result, "is_error", False):
         message = text or "the tool reported an error without a message"
         return ToolResult(
-            content=_clip(redact(f"{tool} failed: {message}", extra=secrets), max_chars),
+            content=redacted_clip(f"{tool} failed: {message}", max_chars, secrets=secrets),
             is_error=True,
         )
     records = records_in(structured)
@@ -63,7 +63,7 @@ def tool_result(
     if not text and structured is not None:
         text = json.dumps(structured, default=str, ensure_ascii=False)
     return ToolResult(
-        content=_clip(redact(text or "(the tool returned no content)", extra=secrets), max_chars)
+        content=redacted_clip(text or "(the tool returned no content)", max_chars, secrets=secrets)
     )
 
 
@@ -87,8 +87,9 @@ def _is_records(value: Any) -> bool:
     )
 
 
-def content_text(blocks: Sequence[Any], *, max_chars: int) -> str:
-    """The model-facing text of MCP content blocks, placeholders for anything binary."""
+def content_text(blocks: Sequence[Any]) -> str:
+    """The model-facing text of MCP content blocks, placeholders for anything binary (not
+    clipped: the caller redacts, then clips)."""
     parts: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", None)
@@ -105,7 +106,7 @@ def content_text(blocks: Sequence[Any], *, max_chars: int) -> str:
             parts.append(f"[resource link: {name} <{getattr(block, 'uri', '')}>]")
         else:
             parts.append(f"[{kind or 'unknown'} content omitted]")
-    return _clip("\n".join(parts), max_chars)
+    return "\n".join(parts)
 
 
 def _embedded(resource: Any) -> str:
@@ -119,12 +120,12 @@ def _embedded(resource: Any) -> str:
 
 
 def _decoded_size(data: Any) -> int | None:
+    """The decoded size of base64 ``data``, from its length (decoding it only to measure
+    would copy a possibly large payload)."""
     if not isinstance(data, str):
         return None
-    try:
-        return len(base64.b64decode(data, validate=False))
-    except (binascii.Error, ValueError):
-        return None
+    data = data.strip()
+    return max(len(data) * 3 // 4 - data[-2:].count("="), 0)
 
 
 def _size(size: int | None) -> str:
@@ -133,7 +134,3 @@ def _size(size: int | None) -> str:
     if size < 1024:
         return f"{size} bytes"
     return f"{size / 1024:.0f} KB"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -7,11 +7,19 @@ process, ``headers_env={"X-Api-Key": "DOCS_API_KEY"}`` sends one as a header,
 ``auth={"type": "bearer", "token_env": "DOCS_TOKEN"}`` — and read when the connector is
 built, so a missing one fails then with its name. Values written inline (``env_values``,
 ``headers``) work for settings, and warn with :class:`InlineSecretWarning` when their name
-looks like a credential. Every value handed to the server is registered for redaction.
+looks like a credential.
+
+What is redacted (from errors, tool results, resources and the prompt): the values of
+environment variables whose name looks like a credential (``is_secret_name`` in
+:mod:`relay_nb.redaction`, the name in the server or here), the password in any value that is
+a URL, every header value read from the environment (``headers_env``, ``auth``) and the
+password in the server URL. Plain settings (a directory, a region) are not: redacting them
+would mangle every result that mentions them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -31,7 +39,13 @@ from relay_nb.connectors.http.auth import (
     coerce_auth,
 )
 from relay_nb.errors import ConfigurationError
-from relay_nb.redaction import is_secret_name, redact_url, register_secret, url_secrets
+from relay_nb.redaction import (
+    is_secret_name,
+    redact,
+    redact_url,
+    register_secret,
+    url_secrets,
+)
 
 if TYPE_CHECKING:
     from relay_nb.connectors.mcp.connector import MCPConnector
@@ -146,6 +160,17 @@ class MCP(MCPSpecConfig):
     A frozen description only: nothing starts until :meth:`build_connector` (which
     ``relay.connect`` calls) builds the connector, and the server is contacted when its tools
     are first listed.
+
+    **Read-only tools.** A tool the server annotates ``readOnlyHint: true`` runs without the
+    user's approval. That annotation is the server's own claim — the MCP specification calls
+    tool annotations untrusted unless the server is — so for a server you do not trust give
+    ``trust_read_only_hints=False``: then only the tools you list in ``read_only_tools`` skip
+    approval.
+
+    **The stdio server's environment** is not the notebook's: it gets only ``HOME``,
+    ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM`` and ``USER`` (the MCP SDK's safe defaults),
+    plus the variables named in ``env`` and the values of ``env_values``. A server that needs
+    a credential gets it only when you name it, e.g. ``env=["GITHUB_TOKEN"]``.
     """
 
     def build_connector(self, connector_id: str, **options: Any) -> MCPConnector:
@@ -228,7 +253,8 @@ class Launch:
     url: str = field(default="", repr=False)
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
-    """Every value handed to the server (env values, header values): redacted from errors."""
+    """The values handed to the server that are credentials (see the module docstring):
+    redacted from errors, results, resources and the prompt."""
 
 
 def resolve_launch(spec: MCPSpecConfig, connector_id: str, *, warn: bool = True) -> Launch:
@@ -241,21 +267,25 @@ def resolve_launch(spec: MCPSpecConfig, connector_id: str, *, warn: bool = True)
             if warn and is_secret_name(child):
                 _warn_inline(connector_id, f"env_values[{child!r}]", f'env=["{child}"]')
             env[child] = value
-        for child, value in env.items():
-            if is_secret_name(child):
-                register_secret(value)
+        secrets = _env_secrets(env, _env_sources(spec.env))
+        for value in secrets:
+            register_secret(value)
         argv = [*spec.command, *spec.args]
         cwd = os.path.expanduser(spec.cwd) if spec.cwd else None
         if cwd is not None and not os.path.isdir(cwd):
-            raise ConfigurationError(f"MCP server {connector_id!r}: cwd {cwd} is not a directory")
+            raise ConfigurationError(
+                redact(f"MCP server {connector_id!r}: cwd {cwd} is not a directory")
+            )
         return Launch(
             transport="stdio",
-            target="stdio: " + shlex.join(argv),
+            # the program's name, not its path: a venv's interpreter path says nothing to a
+            # reader of the status table and differs on every machine
+            target="stdio: " + shlex.join([os.path.basename(argv[0]) or argv[0], *argv[1:]]),
             command=argv[0],
             args=tuple(argv[1:]),
             cwd=cwd,
             env=env,
-            secrets=tuple(env.values()),
+            secrets=secrets,
         )
     assert spec.url is not None  # the validator requires one of the two
     extra = check_extra_headers(spec.headers)
@@ -302,6 +332,19 @@ def _env_sources(env: list[str] | dict[str, str] | None) -> dict[str, str]:
     return {name: name for name in env}
 
 
+def _env_secrets(env: Mapping[str, str], sources: Mapping[str, str]) -> tuple[str, ...]:
+    """The values of ``env`` that are credentials: named like one (in the server, or the
+    variable read here), or the password and secret options inside a URL value."""
+    found: list[str] = []
+    for child, value in env.items():
+        if is_secret_name(child) or is_secret_name(sources.get(child, child)):
+            found.append(value)
+        elif "://" in value:
+            with contextlib.suppress(ValueError):  # not a URL after all
+                found += url_secrets(value)
+    return tuple(dict.fromkeys(found))
+
+
 def _check_env_name(name: str, where: str) -> None:
     if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
         raise ValueError(
@@ -310,16 +353,22 @@ def _check_env_name(name: str, where: str) -> None:
 
 
 def _env_value(variable: str, connector_id: str, what: str) -> str:
+    # redacted: a config file's ${VAR} substituted where a name belongs can put a secret here
     value = os.environ.get(variable)
     if not value:
         state = "is empty" if value == "" else "is not set"
         raise ConfigurationError(
-            f"environment variable {variable} {state}; MCP server {connector_id!r} reads its "
-            f"{what} from it. Set it before connecting (os.environ[{variable!r}] = '…' in a "
-            f"cell, better a .env file or `export {variable}=…` before starting Jupyter)"
+            redact(
+                f"environment variable {variable} {state}; MCP server {connector_id!r} reads "
+                f"its {what} from it. Set it before connecting (os.environ[{variable!r}] = '…' "
+                f"in a cell, better a .env file or `export {variable}=…` before starting "
+                "Jupyter)"
+            )
         )
     if "\0" in value:
-        raise ConfigurationError(f"environment variable {variable} contains a NUL character")
+        raise ConfigurationError(
+            redact(f"environment variable {variable} contains a NUL character")
+        )
     return value
 
 
