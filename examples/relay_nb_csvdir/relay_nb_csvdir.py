@@ -21,16 +21,25 @@ Only public relay_nb names are used, and pandas is imported when a connector is 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from relay_nb import ConfigurationError, Connector, ConnectorType, QueryResult, Tool
+from relay_nb import (
+    ConfigurationError,
+    Connector,
+    ConnectorError,
+    ConnectorType,
+    QueryResult,
+    Tool,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,11 +82,17 @@ class CSVDirConnector(Connector):
 
     The tables live in an inner ``DataFrameConnector``, replaced as a whole when a file is
     added or removed. The tools handed out look the current one up at every call, so a turn
-    (or the registry's cached tool list) never holds a closed one; the swap happens under a
-    lock, so two refreshes build one replacement. :meth:`invalidate` (the session's schema
-    TTL) only marks the directory to be looked at again: the next prompt does it, under the
-    context source's timeout, and a problem there (an unreadable file, two files named
-    alike) is shown in the prompt while the tables read before stay queryable.
+    (or the registry's cached tool list) never holds a closed one.
+
+    Two locks, so reading files never stalls a query: the rebuild lock lets one rebuild run
+    at a time (the directory scanned, new files read, the replacement built), and the state
+    lock is held only for moments — to swap the replacement in, or to pick the current inner
+    connector. A replaced inner connector still running a call is closed when its last call
+    returns, not under it. :meth:`invalidate` (the session's schema TTL) only marks the
+    directory to be looked at again: the next prompt does it, under the context source's
+    timeout, and a problem there (an unreadable file, two files named alike) is shown in the
+    prompt while the tables read before stay queryable. After :meth:`close` nothing is
+    rebuilt: every use says the connector is closed.
     """
 
     kind = "csvdir"
@@ -101,12 +116,16 @@ class CSVDirConnector(Connector):
         self.pattern = check_pattern(pattern)
         self.row_limit = row_limit
         self.statement_timeout_s = statement_timeout_s
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # the state below; never held while reading files
+        self._rebuild_lock = threading.Lock()  # one scan-read-build at a time
         self._files: dict[str, _CSVFile] = {}
         self._stale = False
+        self._closed = False
         self._problem: str | None = None
         self._inner: DataFrameConnector | None = None
         self._inner_tools: dict[str, Tool] = {}
+        self._calls: dict[int, int] = {}  # id(inner) -> calls running on it
+        self._retired: dict[int, DataFrameConnector] = {}  # replaced, closed after their calls
         self._replace(self._scan())
 
     # -- what the model sees: the inner DataFrame connector's, described as CSV files --------
@@ -132,44 +151,50 @@ class CSVDirConnector(Connector):
 
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         self._catch_up()
-        with self._lock:
-            inner, files, problem = self._inner, dict(self._files), self._problem
-        assert inner is not None
-        listed = ", ".join(f"{table} ← {f.path.name}" for table, f in files.items())
-        head = (
-            f"### CSV directory connector: {self.id}"
-            + (f" ({self.name})" if self.name != self.id else "")
-            + f" — the CSV files in {self.directory}, one read-only table per file "
-            + f"(table ← file: {listed})\n"
-            + (f"Not queryable now: {problem}\n" if problem else "")
-        )
-        budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
-        inner_text = inner.prompt_context(max_tokens=budget, question=question)
+        with self._using() as (inner, _):
+            with self._lock:
+                files, problem = dict(self._files), self._problem
+            listed = ", ".join(f"{table} ← {f.path.name}" for table, f in files.items())
+            head = (
+                f"### CSV directory connector: {self.id}"
+                + (f" ({self.name})" if self.name != self.id else "")
+                + f" — the CSV files in {self.directory}, one read-only table per file "
+                + f"(table ← file: {listed})\n"
+                + (f"Not queryable now: {problem}\n" if problem else "")
+            )
+            budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
+            inner_text = inner.prompt_context(max_tokens=budget, question=question)
         first, _, rest = inner_text.partition("\n")
         # the inner connector's own heading (whatever its words) would say "DataFrames"
         return head + (rest if first.startswith("#") else inner_text)
 
     def object_names(self) -> list[str]:
         self._catch_up()
-        return self._current().object_names()
+        with self._using() as (inner, _):
+            return inner.object_names()
 
     def query(self, sql: str) -> QueryResult:
         """Run one read-only query directly (the same guard as the model's)."""
-        return self._current().query(sql)
+        with self._using() as (inner, _):
+            return inner.query(sql)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Look at the directory again now: a file added or removed changes the tables, a
         changed file is described again. A problem is raised (the tables stay as they were)."""
-        with self._lock:
-            self._stale = False
+        with self._rebuild_lock:
+            with self._lock:
+                self._check_open()
+                self._stale = False
             try:
                 self._reconcile()
             except Exception:
-                self._stale = True  # the next prompt tries again
+                with self._lock:
+                    self._stale = True  # the next prompt tries again
                 raise
-            self._current().refresh()
+        with self._using() as (inner, _):
+            inner.refresh()
 
     def invalidate(self) -> None:
         """Forget the schema: the directory is looked at again by the next prompt (reading
@@ -177,27 +202,59 @@ class CSVDirConnector(Connector):
         self._stale = True
 
     def close(self) -> None:
+        """Close the tables; a call still running finishes first (its inner connector is
+        closed when it returns). Nothing is rebuilt afterwards."""
         with self._lock:
+            self._closed = True
             inner, self._inner, self._inner_tools = self._inner, None, {}
-        if inner is not None:
-            inner.close()
+            idle = self._retire(inner)
+        for connector in idle:
+            connector.close()
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _current(self) -> DataFrameConnector:
+    def _check_open(self) -> None:
+        """Under ``self._lock``: a closed connector says so."""
+        if self._closed or self._inner is None:
+            raise ConnectorError(
+                f"the csvdir connector {self.id!r} is closed; connect the directory again"
+            )
+
+    @contextlib.contextmanager
+    def _using(self, tool_name: str | None = None) -> Iterator[tuple[DataFrameConnector, Any]]:
+        """The current inner connector (and its tool ``tool_name``), counted as in use until
+        the block ends: a refresh replacing it meanwhile closes it only afterwards."""
         with self._lock:
-            if self._inner is None:
-                raise ConfigurationError(
-                    f"the csvdir connector {self.id!r} is closed; connect the directory again"
-                )
-            return self._inner
+            self._check_open()
+            inner = self._inner
+            assert inner is not None
+            tool = self._inner_tools[tool_name] if tool_name is not None else None
+            self._calls[id(inner)] = self._calls.get(id(inner), 0) + 1
+        try:
+            yield inner, tool
+        finally:
+            with self._lock:
+                left = self._calls.pop(id(inner)) - 1
+                if left:
+                    self._calls[id(inner)] = left
+                done = self._retired.pop(id(inner), None) if not left else None
+            if done is not None:
+                done.close()
+
+    def _retire(self, inner: DataFrameConnector | None) -> list[DataFrameConnector]:
+        """Under ``self._lock``: a replaced inner connector, to close now (returned, for the
+        caller to close outside the lock) or when its last running call returns."""
+        if inner is None:
+            return []
+        if self._calls.get(id(inner)):
+            self._retired[id(inner)] = inner
+            return []
+        return [inner]
 
     def _current_handler(self, tool_name: str) -> Any:
         async def handler(arguments: Any) -> Any:
-            self._current()  # a closed connector says so
-            with self._lock:
-                tool = self._inner_tools[tool_name]
-            return await tool.handler(arguments)
+            with self._using(tool_name) as (_, tool):
+                return await tool.handler(arguments)
 
         return handler
 
@@ -205,21 +262,35 @@ class CSVDirConnector(Connector):
         """After :meth:`invalidate`: look at the directory; a problem is kept for the prompt
         (the tables read before stay), and tried again next time."""
         with self._lock:
+            self._check_open()
             if not self._stale:
                 return
+        with self._rebuild_lock:
+            with self._lock:
+                self._check_open()
+                if not self._stale:  # another thread looked meanwhile
+                    return
+                self._stale = False
             try:
                 self._reconcile()
             except ConfigurationError as exc:
-                self._problem = str(exc)
+                with self._lock:
+                    self._problem, self._stale = str(exc), True
                 return
-            self._stale = False
-            self._problem = None
+            except Exception:
+                with self._lock:
+                    self._stale = True
+                raise
 
     def _reconcile(self) -> None:
+        """Under the rebuild lock: scan, and replace the tables if the files changed."""
         scanned = self._scan()
-        if {t: f.path for t, f in self._files.items()} != scanned:
+        with self._lock:
+            current = {t: f.path for t, f in self._files.items()}
+        if current != scanned:
             self._replace(scanned)
-        self._problem = None
+        with self._lock:
+            self._problem = None
 
     def _scan(self) -> dict[str, Path]:
         tables: dict[str, Path] = {}
@@ -238,27 +309,38 @@ class CSVDirConnector(Connector):
         return tables
 
     def _replace(self, scanned: dict[str, Path]) -> None:
-        """Build the inner connector for ``scanned``, then swap it in; nothing changes when
-        a file cannot be read (it is named, and tried again next time)."""
+        """Build the inner connector for ``scanned`` (reading new files, outside the state
+        lock), then swap it in; nothing changes when a file cannot be read (it is named, and
+        tried again next time), or when the connector was closed meanwhile."""
         from relay_nb import DataFrameConnector
 
         with self._lock:
             known = {f.path: f for f in self._files.values()}
-            files = {table: known.get(path) or _CSVFile(path) for table, path in scanned.items()}
-            for file in files.values():
-                file.check()
-            inner = DataFrameConnector(
-                self.id,
-                dict(files),
-                row_limit=self.row_limit,
-                statement_timeout_s=self.statement_timeout_s,
-                name=self.name,
-                description=self.description,
+        files = {table: known.get(path) or _CSVFile(path) for table, path in scanned.items()}
+        for file in files.values():
+            file.check()
+        inner = DataFrameConnector(
+            self.id,
+            dict(files),
+            row_limit=self.row_limit,
+            statement_timeout_s=self.statement_timeout_s,
+            name=self.name,
+            description=self.description,
+        )
+        tools = {tool.name: tool for tool in inner.tools()}
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                old, self._inner, self._files = self._inner, inner, files
+                self._inner_tools = tools
+                idle = self._retire(old)
+        if closed:
+            inner.close()
+            raise ConnectorError(
+                f"the csvdir connector {self.id!r} is closed; connect the directory again"
             )
-            old, self._inner, self._files = self._inner, inner, files
-            self._inner_tools = {tool.name: tool for tool in inner.tools()}
-        if old is not None:
-            old.close()
+        for connector in idle:
+            connector.close()
 
 
 class _CSVFile:

@@ -16,7 +16,7 @@ that kind is built.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -68,7 +68,29 @@ on the key in snake_case; ``*_env`` keys name a variable and ``sort_key`` is no 
 _CREDENTIALS_FILE = re.compile(r"[^\s{}]+\.(?:json|pem|key|p12|pfx|crt|ini|cfg|toml|ya?ml)")
 """A ``credentials`` option naming a file (``service-account.json``), not holding one."""
 _CONNECTION_STRING = re.compile(r"^\s*[A-Za-z][\w .-]*=[^;]*(?:;\s*[A-Za-z][\w .-]*=[^;]*)*;?\s*$")
-"""``Server=db;User Id=reader;Password=…``: an ODBC / ADO.NET connection string."""
+"""``Server=db;User Id=reader;Password=…``: an ODBC / ADO.NET connection string's shape."""
+_CONNECTION_STRING_SECRETS = frozenset(
+    {"password", "pwd", "passwd", "accountkey", "sharedaccesskey", "sharedaccesssignature"}
+)
+"""Connection-string keys holding a credential (spaces, ``_`` and ``-`` removed, lower case)."""
+_CONNECTION_STRING_REFERENCE = re.compile(
+    r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\{\$\{[A-Za-z_][A-Za-z0-9_]*\}\}"
+    r"|'\$\{[A-Za-z_][A-Za-z0-9_]*\}'|\"\$\{[A-Za-z_][A-Za-z0-9_]*\}\""
+)
+"""A connection-string value that is a reference: ``${VAR}``, ODBC's ``{${VAR}}``, quoted."""
+_URL_START = re.compile(r"\s*[A-Za-z][\w+.-]*://")
+"""A URL (read by :func:`_inline_url_secret`), not a connection string holding one."""
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOKEN_PREFIX = re.compile(
+    r"gh[oprsu]_|github_pat_|glpat|xox[a-z]_?|(?:sk|rk|pk)_(?:live|test)_|hf_|npm_|shpat_"
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}$"
+)
+"""Tokens spelled like variable names: GitHub, GitLab, Slack, Stripe, Hugging Face, npm,
+Shopify, AWS access key ids."""
+_MIN_TOKEN_LEN = 20
+_ENV_FIELD = re.compile(r"(?:_env|[a-z0-9]Env)$")
+"""A built-in's field naming one variable: ``token_env``, ``api_key_env``, ``apiKeyEnv``."""
+_MCP_NAME_MAPPINGS = frozenset({"env", "headers_env", "headersEnv"})
 
 
 def _aliases(*names: str) -> Any:
@@ -291,17 +313,21 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
 
     A config file is the kind of file that gets committed; a password in a URL (under any
     key, at any depth), an inline token or a literal ``Authorization`` header would leak
-    with it. Keys ending in ``env`` (``token_env``, ``env``, ``headers_env``) hold variable
-    *names*, never values; the built-ins' own shapes (``auth.token``, ``api_key``) get their
-    advice only for built-in types — a plugin's option named like a credential just has to
-    be a whole ``${VAR}``.
+    with it. Only a built-in type's fields are known to hold variable *names* — its ``*_env``
+    fields (``token_env``, ``apiKeyEnv``) and the MCP type's ``env`` / ``headers_env``
+    mappings — and those must hold names, not values. A plugin's ``env`` may hold anything,
+    so it gets the same checks as any other option; the built-ins' own shapes
+    (``auth.token``, ``api_key``) get their advice only for built-in types — a plugin's
+    option named like a credential just has to be a whole ``${VAR}``.
     """
     config = entry.get("config")
     if not isinstance(config, Mapping):
         return
-    _refuse_references_in_names(config, where)
-    _refuse_inline_strings(config, f"{where}.config")
-    if entry.get("type") in SPEC_TYPES:
+    kind = entry.get("type")
+    kind = kind if isinstance(kind, str) else None
+    _check_variable_names(config, kind, where)
+    _refuse_inline_strings(config, kind, f"{where}.config")
+    if kind in SPEC_TYPES:
         auth = config.get("auth")
         if isinstance(auth, Mapping):
             for key in ("token", "password", "username", "apiKey", "api_key"):
@@ -325,7 +351,7 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
                 f"{where}.config.headers[{name!r}] looks like a secret written inline; put it "
                 "in an environment variable and write ${VARIABLE} as the header's value"
             )
-    _refuse_secret_options(config, f"{where}.config")
+    _refuse_secret_options(config, kind, f"{where}.config")
 
 
 def is_secret_option(key: str) -> bool:
@@ -334,9 +360,101 @@ def is_secret_option(key: str) -> bool:
     return bool(_SECRET_OPTION.search(snake))
 
 
-def _names_variables(key: Any) -> bool:
-    """``token_env``, ``env``, ``headers_env``, ``headersEnv``: its value names variables."""
-    return str(key).lower().endswith("env")
+def _is_variable_name(value: str) -> bool:
+    """Whether ``value`` can be an environment variable's name rather than a value: a name
+    (``GITHUB_TOKEN``) and not a token that happens to be spelled like one (``ghp_…``, a
+    long mix of upper case, lower case and digits)."""
+    if not _VARIABLE_NAME.fullmatch(value) or _TOKEN_PREFIX.match(value):
+        return False
+    mixed = (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+    return not (mixed and len(value) >= _MIN_TOKEN_LEN)
+
+
+def _names_variables(kind: str | None, top: bool, key: Any, value: Any) -> bool:
+    """Whether a built-in type's option holds variable *names*: a ``*_env`` string field
+    (``token_env``, ``apiKeyEnv``) at any depth, or the MCP type's ``env`` / ``headers_env``
+    (``headersEnv``) mapping. A plugin's options never do: its ``env`` may hold values."""
+    if kind not in SPEC_TYPES:
+        return False
+    if isinstance(value, str) and _ENV_FIELD.search(str(key)):
+        return True
+    return kind == "mcp" and top and key in _MCP_NAME_MAPPINGS
+
+
+def _check_variable_names(config: Mapping[str, Any], kind: str | None, where: str) -> None:
+    """A built-in's name fields hold names: a ``${VAR}`` there would turn the secret into a
+    variable *name*, which errors then print, and a value written there (a token, a URL)
+    would be printed the same way — neither is echoed here."""
+    for key, item in _variable_fields(config, kind, top=True):
+        if _holds_reference(item):
+            what = (
+                "an environment variable; write its name"
+                if isinstance(item, str)
+                else "environment variables; write their names"
+            )
+            raise ConfigurationError(
+                f"{where}.config: {key} names {what} "
+                f'("MY_TOKEN"), not a ${{…}} reference to a value'
+            )
+        names = list(item.values()) if isinstance(item, Mapping) else item
+        names = names if isinstance(names, list) else [names]
+        if any(isinstance(n, str) and not _is_variable_name(n) for n in names):
+            if isinstance(item, str):
+                raise ConfigurationError(
+                    f"{where}.config: {key} holds something other than a variable name; it "
+                    'names the environment variable holding the secret ("MY_TOKEN") — put '
+                    "the secret in that variable"
+                )
+            if key == "env":
+                raise ConfigurationError(
+                    f"{where}.config: env maps the server's variable names to names of "
+                    "variables here, and one of its values is no variable name; put a value "
+                    'in env_values as ${VAR} (e.g. "env_values": {"GITHUB_TOKEN": '
+                    '"${MY_GITHUB_TOKEN}"}), or name the variable here ("MY_GITHUB_TOKEN")'
+                )
+            raise ConfigurationError(
+                f"{where}.config: {key} maps header names to names of variables here, and one "
+                "of its values is no variable name; put a value in headers as ${VAR} (e.g. "
+                '"headers": {"X-Api-Key": "${DOCS_API_KEY}"}), or name the variable here '
+                '("DOCS_API_KEY")'
+            )
+
+
+def _variable_fields(value: Any, kind: str | None, *, top: bool) -> list[tuple[Any, Any]]:
+    found: list[tuple[Any, Any]] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if _names_variables(kind, top, key, item):
+                found.append((key, item))
+            else:
+                found += _variable_fields(item, kind, top=False)
+    elif isinstance(value, list):
+        for item in value:
+            found += _variable_fields(item, kind, top=False)
+    return found
+
+
+def _options(
+    value: Any, kind: str | None, where: str, *, top: bool = True
+) -> Iterator[tuple[str, Any, Any]]:
+    """Every ``(place, key, item)`` of a config at any depth (``key`` None in a list), but
+    under a built-in's name fields, which :func:`_check_variable_names` checked."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if _names_variables(kind, top, key, item):
+                continue
+            place = f"{where}.{key}"
+            yield place, key, item
+            yield from _options(item, kind, place, top=False)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            place = f"{where}[{index}]"
+            yield place, None, item
+            yield from _options(item, kind, place, top=False)
 
 
 def _headers(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -375,57 +493,49 @@ def _inline_url_secret(url: str) -> bool:
 
 
 def _inline_connection_string_secret(text: str) -> bool:
-    """Whether a ``Key=Value;…`` connection string holds a secret-named value inline."""
-    if "=" not in text or "://" in text or not _CONNECTION_STRING.match(text):
+    """Whether a ``Key=Value;…`` connection string holds a secret inline.
+
+    A string is read as one when it has two ``;``-separated pairs or more
+    (``Server=db;Pwd=…``), or is a single pair under a connection-string credential key
+    (``Password=…``): a program argument like ``max_tokens=4096`` or
+    ``PASSWORD_FILE=/run/secrets/db`` is none. A value that is a whole ``${VAR}`` — bare,
+    in ODBC braces (``{${VAR}}``) or quoted — is a reference, not a secret.
+    """
+    if "=" not in text or _URL_START.match(text) or not _CONNECTION_STRING.match(text):
         return False
-    for part in text.split(";"):
-        key, _, value = part.partition("=")
-        for secret in option_secrets(key.strip(), value.strip()):
-            if not ENV_REFERENCE.fullmatch(secret):
-                return True
+    pairs = [part.partition("=") for part in text.split(";") if part.strip()]
+    single = len(pairs) == 1
+    for key, _, value in pairs:
+        compact = re.sub(r"[\s_-]", "", key).lower()
+        if single:
+            secret = compact in _CONNECTION_STRING_SECRETS
+        else:
+            secret = compact in _CONNECTION_STRING_SECRETS or (
+                is_secret_option(key.strip().replace(" ", "_"))
+            )
+        if secret and value.strip() and not _CONNECTION_STRING_REFERENCE.fullmatch(value.strip()):
+            return True
     return False
 
 
-def _refuse_inline_strings(value: Any, where: str) -> None:
+def _refuse_inline_strings(config: Mapping[str, Any], kind: str | None, where: str) -> None:
     """A URL with ``user:password@`` (a plugin's ``dsn``, ``uri``…) or a connection string
-    with ``Password=…``, under any key but a variable-naming one, at any depth."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not _names_variables(key):
-                _refuse_inline_strings(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _refuse_inline_strings(item, f"{where}[{index}]")
-    elif isinstance(value, str) and (
-        _inline_url_secret(value) or _inline_connection_string_secret(value)
-    ):
-        raise ConfigurationError(
-            f"{where} has a password or key written in it; put it in an environment variable "
-            "and write ${VARIABLE} in its place (e.g. "
-            "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@host/shop)"
-        )
-
-
-def _refuse_references_in_names(value: Any, where: str) -> None:
-    """``"token_env": "${TOKEN}"`` would turn the secret into a variable *name*, which
-    errors then print: an ``*_env`` field — or a mapping or list of them (``env``,
-    ``headers_env``) — holds the names themselves (``"TOKEN"``)."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if _names_variables(key) and _holds_reference(item):
-                what = (
-                    "an environment variable; write its name"
-                    if isinstance(item, str)
-                    else "environment variables; write their names"
-                )
-                raise ConfigurationError(
-                    f"{where}.config: {key} names {what} "
-                    f'("MY_TOKEN"), not a ${{…}} reference to a value'
-                )
-            _refuse_references_in_names(item, where)
-    elif isinstance(value, list):
-        for item in value:
-            _refuse_references_in_names(item, where)
+    with ``Password=…``, under any key but a built-in's name field, at any depth."""
+    for place, _, item in _options(config, kind, where):
+        if not isinstance(item, str):
+            continue
+        if _inline_url_secret(item):
+            raise ConfigurationError(
+                f"{place} has a password or key written in it; put it in an environment "
+                "variable and write ${VARIABLE} in its place (e.g. "
+                "postgresql+psycopg://reader:${SHOP_DB_PASSWORD}@host/shop)"
+            )
+        if _inline_connection_string_secret(item):
+            raise ConfigurationError(
+                f"{place} is a connection string with a password or key written in it; put it "
+                "in an environment variable and write ${VARIABLE} as its value (e.g. "
+                "Server=db;Uid=reader;Pwd=${DB_PASSWORD})"
+            )
 
 
 def _holds_reference(value: Any) -> bool:
@@ -438,30 +548,24 @@ def _holds_reference(value: Any) -> bool:
     return False
 
 
-def _refuse_secret_options(value: Any, where: str) -> None:
-    """Any option named like a credential (a plugin's ``password``, ``token``…) must be a
-    whole ``${VAR}`` reference, at any depth of the entry's ``config`` — except under a
-    key naming variables (``env``, ``headers_env``), and a ``credentials`` file's path."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if _names_variables(key):
-                continue
-            place = f"{where}.{key}"
-            if (
-                isinstance(item, str)
-                and is_secret_option(key)
-                and not ENV_REFERENCE.fullmatch(item.strip())
-                and not _names_a_credentials_file(key, item)
-            ):
-                raise ConfigurationError(
-                    f"{place} is a secret written inline; put it in an environment variable "
-                    f'and write "${{VARIABLE}}" as its value (or use the option that names the '
-                    "variable, if the connector has one)"
-                )
-            _refuse_secret_options(item, place)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _refuse_secret_options(item, f"{where}[{index}]")
+def _refuse_secret_options(config: Mapping[str, Any], kind: str | None, where: str) -> None:
+    """Any option named like a credential (a plugin's ``password``, ``token``, an ``env``
+    entry ``DB_PASSWORD``…) must be a whole ``${VAR}`` reference, at any depth of the
+    entry's ``config`` — except under a built-in's name fields, and a ``credentials`` file's
+    path."""
+    for place, key, item in _options(config, kind, where):
+        if (
+            key is not None
+            and isinstance(item, str)
+            and is_secret_option(key)
+            and not ENV_REFERENCE.fullmatch(item.strip())
+            and not _names_a_credentials_file(key, item)
+        ):
+            raise ConfigurationError(
+                f"{place} is a secret written inline; put it in an environment variable "
+                f'and write "${{VARIABLE}}" as its value (or use the option that names the '
+                "variable, if the connector has one)"
+            )
 
 
 def _names_a_credentials_file(key: Any, value: str) -> bool:

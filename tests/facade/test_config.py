@@ -340,3 +340,49 @@ def test_schema_ttl_from_the_file_applies_however_it_is_loaded(
     r.load_config(write(tmp_path, {"connectors": [entry], "schema_ttl_s": None}))
     assert r.session.connectors.schema_ttl_s is None
     r.close()
+
+
+def mcp_args(*args: str) -> dict:
+    return {
+        "connectors": [{"type": "mcp", "id": "m", "config": {"command": ["srv"], "args": args}}]
+    }
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "max_tokens=4096",
+        "keyword=python",
+        "PASSWORD_FILE=/run/secrets/db",
+        "Pwd={${DB_PW}}",
+        "Password=${DB_PW}",
+        "Server=db;Uid=reader;Pwd={${DB_PW}};",
+        "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=${DB_PW}",
+    ],
+)
+def test_arguments_that_are_no_inline_connection_string_secret_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arg: str
+) -> None:
+    monkeypatch.setenv("DB_PW", "pw-from-env")
+    config = load_config(write(tmp_path, mcp_args(arg)))
+    assert config.connectors[0].config.args == [arg.replace("${DB_PW}", "pw-from-env")]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "Password=hunter2",
+        "Pwd={hunter2}",
+        "Server=db;Uid=reader;Pwd=hunter2;",
+        "Server=db;Uid=reader;Password=${DB_PW}x-hunter2",
+        "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=hunter2==",
+        "Endpoint=sb://x/;SharedAccessSignature=sv=hunter2",
+    ],
+)
+def test_connection_strings_with_a_literal_credential_are_refused(tmp_path: Path, arg: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load_config(write(tmp_path, mcp_args(arg)))
+    message = str(caught.value)
+    assert "config.args[0] is a connection string with a password or key written in it" in message
+    assert "Pwd=${DB_PASSWORD}" in message and "postgresql" not in message
+    assert "hunter2" not in message

@@ -81,3 +81,57 @@ def test_a_reference_where_a_name_belongs_is_refused_before_it_is_read(
         load(tmp_path, config)
     assert f"connectors[0].config: {key} names environment variables" in str(caught.value)
     assert SECRET not in str(caught.value)
+
+
+TOKEN = "ghp_abcdefABCDEF1234567890abcdefABCDEF12"
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        (  # the Claude-Desktop style: the token itself where a variable's name belongs
+            {"command": SERVER, "env": {"GITHUB_TOKEN": TOKEN}},
+            "env maps the server's variable names to names of variables here",
+        ),
+        ({"command": SERVER, "env": [TOKEN]}, "put a value in env_values as ${VAR}"),
+        ({"command": SERVER, "env": {"DB_URL": "pg://u:pw-4711@h/db"}}, "env_values as ${VAR}"),
+        ({"command": SERVER, "env": {"AWS_KEY": "AKIAIOSFODNN7EXAMPLE"}}, "env_values as $"),
+        (
+            {"url": "http://127.0.0.1:9/mcp", "headersEnv": {"X-Api-Key": "Bearer " + TOKEN}},
+            "headersEnv maps header names to names of variables here",
+        ),
+        (
+            {"url": "http://127.0.0.1:9/mcp", "auth": {"type": "bearer", "token_env": TOKEN}},
+            "token_env holds something other than a variable name",
+        ),
+    ],
+)
+def test_a_value_where_a_name_belongs_is_refused_without_showing_it(
+    tmp_path: Path, config: dict, says: str
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load(tmp_path, config)
+    message = str(caught.value)
+    assert says in message
+    for secret in (TOKEN, "pw-4711", "AKIAIOSFODNN7EXAMPLE"):
+        assert secret not in message
+
+
+def test_values_go_in_env_values_by_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_CFG_GITHUB_TOKEN", SECRET)
+    relay, _ = load(
+        tmp_path,
+        {
+            "command": SERVER,
+            "env": ["MCP_CFG_GITHUB_TOKEN"],
+            "env_values": {"GITHUB_TOKEN": "${MCP_CFG_GITHUB_TOKEN}", "LOG_LEVEL": "info"},
+            "timeoutS": 10,
+        },
+    )
+    try:
+        status = relay.connectors["srv"].call_tool("env_status", {"name": "GITHUB_TOKEN"})  # type: ignore[attr-defined]
+        assert status.content == f"GITHUB_TOKEN is set ({len(SECRET)} chars)"
+    finally:
+        relay.close()

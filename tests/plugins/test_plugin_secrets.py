@@ -36,7 +36,12 @@ def lake(seen: dict[str, Any] | None = None, **overrides: Any) -> ConnectorType:
         {"credentials": "service-account.json"},
         {"dsn": "lake://reader:${LAKE_TOKEN}@h/x"},
         {"connection_string": "Server=db;Password=${LAKE_TOKEN}"},
-        {"env": {"LAKE_TOKEN": "MY_LAKE_TOKEN"}, "headers_env": {"X-Api-Key": "LAKE_KEY"}},
+        # a plugin's env may hold values (only the MCP type's is known to hold names)
+        {"env": {"DB_PASSWORD": "${LAKE_TOKEN}"}, "headers_env": {"X-Api-Key": "${LAKE_KEY}"}},
+        {"env": {"DB_URL": "lake://reader:${LAKE_TOKEN}@h/x", "REGION": "eu"}},
+        {"token_env": "LAKE_TOKEN", "greeting_env": "${LAKE_KEY}"},
+        {"args": ["max_tokens=4096", "keyword=python", "PASSWORD_FILE=/run/secrets/db"]},
+        {"connection_string": "Driver=x;Server=db;Uid=r;Pwd={${LAKE_TOKEN}}"},
     ],
 )
 def test_secrets_by_reference_pass_in_plugin_entries(
