@@ -57,6 +57,10 @@ class Connector(ABC):
     description: str | None = None
     target: str = ""
     """Where it points, for people: a URL with any password masked, never a secret."""
+    tools_version: int = 0
+    """Optional: a connector whose tool list can change on its own (an MCP server re-listed
+    in the background) bumps this when it does; the registry rebuilds the tools it cached
+    for the connector when the number differs. Others leave it at 0."""
 
     @abstractmethod
     def tools(self) -> list[Tool]:

@@ -67,7 +67,8 @@ class ConnectorRegistry(Mapping[str, Connector]):
         self._clock = clock
         self._connectors: dict[str, Connector] = {}
         self._loaded_at: dict[str, float] = {}
-        self._tools: dict[str, list[Tool]] = {}
+        self._tools: dict[str, tuple[int, list[Tool]]] = {}
+        """Per connector: its ``tools_version`` when built, and the tools built."""
         self._lock = threading.Lock()
         self.version = 0
         """Bumped on every add, replace, remove and refresh."""
@@ -212,11 +213,14 @@ class ConnectorRegistry(Mapping[str, Connector]):
     # -- what the model and the analyst see ------------------------------------------------------
 
     def tools(self, connector_id: str) -> list[Tool]:
-        """The connector's tools, built once per registration (dropped on every change)."""
+        """The connector's tools, built once per registration (dropped on every change, and
+        rebuilt when the connector's ``tools_version`` moves)."""
+        connector = self[connector_id]
+        version = getattr(connector, "tools_version", 0)
         cached = self._tools.get(connector_id)
-        if cached is None:
-            cached = self._tools[connector_id] = list(self[connector_id].tools())
-        return cached
+        if cached is None or cached[0] != version:
+            cached = self._tools[connector_id] = (version, list(connector.tools()))
+        return cached[1]
 
     def statuses(self, *, timeout_s: float = _STATUS_TIMEOUT_S) -> list[ConnectorStatus]:
         """One row per connector, their schemas read concurrently (each may be a server

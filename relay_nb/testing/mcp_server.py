@@ -21,7 +21,9 @@ has something real to talk to:
 ``--stderr-line TEXT`` writes TEXT to stderr at start-up (tests check that server stderr is
 redacted before it reaches an error message). ``--spawn-helper`` starts a helper process at
 start-up (``sleep``, in the server's process group) that the server never stops, as servers
-that start a language server or a browser do; ``helper_pid`` names it.
+that start a language server or a browser do; ``helper_pid`` names it. ``--mutable-tools``
+adds a tool ``extra`` and the tools ``add_tool`` / ``drop_tool`` that change the tool list
+at run time, as a server upgraded under a running client does (for re-list tests).
 """
 
 from __future__ import annotations
@@ -68,8 +70,11 @@ PNG = base64.b64decode(
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
-def build_server(name: str = "relay-test-drive", *, helper_pid: int | None = None) -> MCPServer:
-    """The test server with every tool, resource and prompt registered."""
+def build_server(
+    name: str = "relay-test-drive", *, helper_pid: int | None = None, mutable_tools: bool = False
+) -> MCPServer:
+    """The test server with every tool, resource and prompt registered (``mutable_tools``:
+    see the module docstring)."""
     server = MCPServer(
         name,
         instructions="A team drive with notes and monthly sales figures per region.",
@@ -173,6 +178,9 @@ def build_server(name: str = "relay-test-drive", *, helper_pid: int | None = Non
         found = [p for p, t in {**FILES, **notes}.items() if term.lower() in t.lower()]
         return "\n".join(sorted(found)) or "no matches"
 
+    if mutable_tools:
+        _add_mutable_tools(server)
+
     @server.resource("docs://glossary", name="glossary", mime_type="text/plain")
     def glossary() -> str:
         """Definitions of the sales terms used in the figures."""
@@ -206,6 +214,32 @@ def build_server(name: str = "relay-test-drive", *, helper_pid: int | None = Non
     return server
 
 
+def _add_mutable_tools(server: MCPServer) -> None:
+    def extra() -> str:
+        """A tool that drop_tool can remove."""
+        return "extra"
+
+    server.add_tool(extra, annotations=READ_ONLY)
+
+    @server.tool()
+    def add_tool(name: str) -> str:
+        """Add a read-only tool of this name that answers with its name."""
+
+        def added() -> str:
+            return name
+
+        server.add_tool(
+            added, name=name, description=f"The added tool {name}.", annotations=READ_ONLY
+        )
+        return f"added {name}"
+
+    @server.tool()
+    def drop_tool(name: str) -> str:
+        """Remove the tool of this name."""
+        server.remove_tool(name)
+        return f"dropped {name}"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
@@ -214,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="relay-test-drive")
     parser.add_argument("--stderr-line", default=None)
     parser.add_argument("--spawn-helper", action="store_true")
+    parser.add_argument("--mutable-tools", action="store_true")
     args = parser.parse_args(argv)
     if args.stderr_line:
         sys.stderr.write(args.stderr_line + "\n")
@@ -226,7 +261,9 @@ def main(argv: list[str] | None = None) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-    server = build_server(args.name, helper_pid=helper.pid if helper else None)
+    server = build_server(
+        args.name, helper_pid=helper.pid if helper else None, mutable_tools=args.mutable_tools
+    )
     if args.transport == "stdio":
         server.run("stdio")
     else:

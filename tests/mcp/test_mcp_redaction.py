@@ -98,5 +98,7 @@ def test_binary_sizes_come_from_the_base64_length() -> None:
     assert content_text([Block("QUJD")]) == (
         "[image (image/png, 3 bytes) returned; not shown to the model]"
     )
-    assert "2 bytes" in content_text([Block("QUI=")]) and "1 bytes" in content_text([Block("QQ==")])
+    assert "2 bytes" in content_text([Block("QUI=")]) and "(image/png, 1 byte)" in content_text(
+        [Block("QQ==")]
+    )
     assert "3 KB" in content_text([Block("A" * 4096)])

@@ -13,6 +13,7 @@ from relay_nb.connectors.http import InlineSecretWarning
 from relay_nb.connectors.mcp import MCP, MCPSpecConfig, mcp_connector_from_config
 from relay_nb.connectors.mcp.catalog import ServerTool, agent_tool_names
 from relay_nb.connectors.mcp.client import import_sdk
+from relay_nb.connectors.mcp.spec import resolve_launch
 from relay_nb.errors import ConfigurationError
 
 SECRET = "pw-4c1e9d0b7a2f"
@@ -180,3 +181,20 @@ def test_tool_names_are_sanitised_cut_and_collisions_refused() -> None:
     assert len(names[long_a]) == len(names[long_b]) == 64 and names[long_a] != names[long_b]
     with pytest.raises(ConfigurationError, match=r"tools 'a\.b' and 'a_b', which both become"):
         agent_tool_names("files", [tool("a.b"), tool("a_b")])
+
+
+def test_a_literal_where_a_variable_name_belongs_is_never_echoed() -> None:
+    """Validation refuses it; the launch (reached by specs built without validation) must
+    not quote it either: it is likely a token a config file substituted in."""
+    literal = "ghp-Lit3ral.Token/value"
+    for spec in (
+        MCPSpecConfig.model_construct(command=["srv"], env={"GITHUB_TOKEN": literal}),
+        MCPSpecConfig.model_construct(
+            url="http://127.0.0.1:1/mcp", headers_env={"Authorization": literal}
+        ),
+    ):
+        with pytest.raises(ConfigurationError) as caught:
+            resolve_launch(spec, "gh", warn=False)
+        message = str(caught.value)
+        assert "env maps names to names; put values in env_values" in message
+        assert literal not in message and "Lit3ral" not in message

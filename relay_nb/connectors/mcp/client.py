@@ -18,9 +18,11 @@ still connecting is cancelled, not waited for — and joins the thread.
 
 Processes: the SDK starts a stdio server in its own session (process group); on shutdown it
 closes the server's stdin and kills the group only if the server has not exited within 2 s.
-Whenever a session ends (``close()`` or a crash) the host then ends whatever is left of that
-group — helpers the server started — with SIGTERM, then SIGKILL
-(:mod:`relay_nb.connectors.mcp.process`).
+The host watches the server process from its spawn: once it exits (closed, crashed, or died
+while idle) the connection is marked lost — the next request reconnects instead of failing
+on a dead pipe — and whatever is left of its group (helpers the server started) is ended at
+once with SIGTERM, then SIGKILL; the pid is then forgotten, so a later ``close()`` never
+signals a group id the system may have reused (:mod:`relay_nb.connectors.mcp.process`).
 
 Server stderr is read into a short ring buffer of length-capped lines (and the debug log);
 it is redacted before it is kept, logged or quoted, since a server may print its own
@@ -40,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from relay_nb.connectors.mcp.process import SPAWNED, end_process_group, install_spawn_hook
+from relay_nb.connectors.mcp.process import SPAWNED, ServerGroup, install_spawn_hook
 from relay_nb.connectors.mcp.spec import Launch
 from relay_nb.connectors.mcp.text import clip, redacted_clip
 from relay_nb.errors import ConfigurationError, ConnectorError
@@ -88,11 +90,11 @@ class _Connection:
         self.cancelled = False
         """Its holder was cancelled (once only: a second native cancel would break into the
         SDK's shielded shutdown of the server process)."""
-        self.pids: list[int] = []
-        """The stdio server's pid (its own process group), recorded when it is spawned."""
+        self.groups: list[ServerGroup] = []
+        """The stdio server (leading its own process group), watched from its spawn."""
         self.lost = False
-        """Set when a request saw the connection close: the next request reconnects at
-        once, while this one's holder still winds down."""
+        """Set when a request saw the connection close or the server was seen to exit: the
+        next request reconnects at once, while this one's holder still winds down."""
 
     @property
     def usable(self) -> bool:
@@ -181,25 +183,31 @@ class MCPClientHost:
     def _submit(
         self, op: Callable[[Client], Awaitable[T]], what: str
     ) -> concurrent.futures.Future[T]:
-        loop = self._ensure_loop()
-        if threading.current_thread() is self._thread:
-            raise ConnectorError("an MCP request cannot wait for another on the same thread")
-        return asyncio.run_coroutine_threadsafe(self._execute(op, what), loop)
+        # scheduled under the lock close() sets _closed under: a request is either on the
+        # loop before close() sweeps it, or refused — never handed to a loop already closed
+        with self._lock:
+            loop = self._ensure_loop()
+            if threading.current_thread() is self._thread:
+                raise ConnectorError("an MCP request cannot wait for another on the same thread")
+            coro = self._execute(op, what)
+            try:
+                return asyncio.run_coroutine_threadsafe(coro, loop)
+            except RuntimeError:  # the loop is gone (its thread died): never leak the coroutine
+                coro.close()
+                raise self._error("was closed; connect it again") from None
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._closed:
-                raise ConnectorError(
-                    f"the MCP connector {self.label!r} is closed; connect it again"
-                )
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=_run_loop, args=(loop,), name=f"relay-mcp-{self.label}", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
+        """The host's loop, started on first use; the caller holds ``_lock``."""
+        if self._closed:
+            raise ConnectorError(f"the MCP connector {self.label!r} is closed; connect it again")
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=_run_loop, args=(loop,), name=f"relay-mcp-{self.label}", daemon=True
+            )
+            thread.start()
+            self._loop, self._thread = loop, thread
+        return self._loop
 
     async def _execute(self, op: Callable[[Client], Awaitable[T]], what: str) -> T:
         conn = await self._connected()
@@ -234,6 +242,8 @@ class MCPClientHost:
 
     async def _connected(self) -> _Connection:
         """The live connection, connecting (or reconnecting after a crash) if needed."""
+        if self._closed:  # scheduled just before close(): start no server it cannot sweep
+            raise self._error("was closed; connect it again")
         conn = self._conn
         if conn is None or not conn.usable:
             if self._broken is not None:
@@ -298,9 +308,10 @@ class MCPClientHost:
         what is left of the server's process group."""
         stderr_file = None
         loop = asyncio.get_running_loop()
-        warm = loop.run_in_executor(None, _warm_validator)  # meanwhile the server starts
-        SPAWNED.set(conn.pids)  # this task's context: the spawn hook records the pid here
+        # this task's context: the spawn hook hands the server process to it
+        SPAWNED.set(lambda process: self._track(conn, process))
         try:
+            warm = loop.run_in_executor(None, _warm_validator)  # meanwhile the server starts
             async with contextlib.AsyncExitStack() as stack:
                 mcp = import_sdk()
                 if self.launch.transport == "stdio":
@@ -346,13 +357,43 @@ class MCPClientHost:
                 )
         finally:
             try:
-                for pid in conn.pids:  # helpers a promptly exiting server left behind
-                    if await end_process_group(pid):
-                        logger.info("MCP server %r: ended processes left in its group", self.label)
+                for group in conn.groups:  # helpers a promptly exiting server left behind
+                    await self._end_group(group)
             finally:
                 conn.dead.set()
                 if stderr_file is not None:
                     stderr_file.close()
+
+    def _track(self, conn: _Connection, process: Any) -> None:
+        """Watch a spawned server: its exit marks the connection lost and ends its group."""
+        group = ServerGroup.track(process)
+        if group is None:
+            return
+        conn.groups.append(group)
+
+        def exited() -> None:
+            conn.lost = True  # the next request reconnects rather than fail on a dead pipe
+            conn.stop.set()
+
+        group.watcher = asyncio.ensure_future(self._watch(group, exited))
+
+    async def _watch(self, group: ServerGroup, exited: Callable[[], None]) -> None:
+        await group.wait_exit()
+        exited()
+        if await group.end():
+            logger.info("MCP server %r: ended processes left in its group", self.label)
+
+    async def _end_group(self, group: ServerGroup) -> None:
+        """At the end of a session: let the watcher end a group whose leader exited; end
+        one whose leader is still running (the SDK gave up on it) here."""
+        watcher = group.watcher
+        if watcher is not None and not watcher.done():
+            if group.exited or group.ended:
+                await asyncio.wait({watcher})
+            else:
+                watcher.cancel()
+        if await group.end():
+            logger.info("MCP server %r: ended processes left in its group", self.label)
 
     def _stderr_pipe(self) -> Any:
         """A file the server's stderr goes to; a daemon thread keeps its last lines."""

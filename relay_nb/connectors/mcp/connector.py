@@ -19,7 +19,11 @@ Caching: the listing (tools, resources, prompts) and the resources read are kept
 registry's schema TTL expires, :meth:`invalidate` keeps them and re-reads them in a
 background thread, swapping the new ones in only if that succeeds — so building a turn's
 tools never waits on the server, and a server that went away leaves the last good listing
-(its tool calls then fail as tool errors). :meth:`refresh` (``relay.refresh(id)``) re-reads
+(its tool calls then fail as tool errors). A swapped-in listing with different tools bumps
+:attr:`MCPConnector.tools_version`, so the registry rebuilds the tools it offers; a tool named
+in ``tools``/``read_only_tools`` that a re-list no longer has is left out with a note in the
+prompt (at connect and :meth:`refresh` it is a ConfigurationError). After a failed re-list,
+prompts no longer wait for the next try. :meth:`refresh` (``relay.refresh(id)``) re-reads
 now and reconnects a connection given up on. No lock is held while the server is asked.
 """
 
@@ -111,6 +115,13 @@ class MCPConnector(Connector):
         self._reload: _Reload | None = None
         self._reload_note: str | None = None
         """Why the last background re-list failed (said in the prompt), else None."""
+        self._lenient = False
+        """The listing came from a background re-list: tools named in ``tools`` or
+        ``read_only_tools`` that the server dropped are left out (with a note), not an
+        error; a listing read at connect or :meth:`refresh` is checked strictly."""
+        self.tools_version = 0
+        """Bumped whenever a new listing brings a different tool list (the registry
+        rebuilds its cached tools when it changes)."""
 
     # ------------------------------------------------------------------ what the server offers
     @property
@@ -132,21 +143,61 @@ class MCPConnector(Connector):
         return self._host.run(read_catalog, what="the listing of its tools")
 
     def server_tools(self) -> list[ServerTool]:
-        """The server tools this connector exposes (after the ``tools`` allowlist)."""
-        tools = list(self.catalog.tools)
+        """The server tools this connector exposes (after the ``tools`` allowlist).
+
+        A tool named in ``tools`` or ``read_only_tools`` that the server lacks is a
+        ConfigurationError for the listing read at connect or :meth:`refresh`; after a
+        background re-list it is left out and the prompt says so (a turn must not fail
+        because the server was upgraded meanwhile)."""
+        catalog = self.catalog
+        with self._lock:
+            lenient = self._lenient and catalog is self._catalog
+        tools = list(catalog.tools)
+        if not lenient:
+            self._check_names(catalog)
         wanted = self.spec.tools
-        known = {tool.name for tool in tools}
+        return tools if wanted is None else [t for t in tools if t.name in set(wanted)]
+
+    def _check_names(self, catalog: Catalog) -> None:
+        problems = self._missing_names(catalog)
+        if problems:
+            label, unknown = problems[0]
+            known = sorted(tool.name for tool in catalog.tools)
+            raise ConfigurationError(
+                f"MCP server {self.id!r} has no tool(s) {', '.join(map(repr, unknown))} "
+                f"named in {label}; it has: {', '.join(known) or 'none'}"
+            )
+
+    def _missing_names(self, catalog: Catalog) -> list[tuple[str, list[str]]]:
+        """``[(option, names the server lacks)]`` for ``tools`` and ``read_only_tools``."""
+        known = {tool.name for tool in catalog.tools}
+        found = []
         for label, names in (
-            ("tools", wanted or []),
+            ("tools", self.spec.tools or []),
             ("read_only_tools", self.spec.read_only_tools),
         ):
             unknown = sorted(set(names) - known)
             if unknown:
-                raise ConfigurationError(
-                    f"MCP server {self.id!r} has no tool(s) {', '.join(map(repr, unknown))} "
-                    f"named in {label}; it has: {', '.join(sorted(known)) or 'none'}"
-                )
-        return tools if wanted is None else [t for t in tools if t.name in set(wanted)]
+                found.append((label, unknown))
+        return found
+
+    def _missing_note(self, catalog: Catalog) -> str | None:
+        problems = self._missing_names(catalog)
+        if not problems:
+            return None
+        said = "; ".join(f"{', '.join(names)} (named in {label})" for label, names in problems)
+        return (
+            f"the server no longer offers {said}; left out. relay.refresh({self.id!r}) "
+            "checks the configuration again"
+        )
+
+    def _swap(self, catalog: Catalog, *, lenient: bool) -> None:
+        """Store a new listing (the caller holds the lock), bumping :attr:`tools_version`
+        when its tools differ from the previous one's."""
+        previous = self._catalog
+        if previous is not None and previous.tools != catalog.tools:
+            self.tools_version += 1
+        self._catalog, self._lenient = catalog, lenient
 
     def prompts(self) -> list[ServerPrompt]:
         """The prompt templates the server offers (listed for people, never run)."""
@@ -160,9 +211,12 @@ class MCPConnector(Connector):
             return []
         with self._lock:
             documents, generation, stale = self._documents, self._generation, self._stale
+            failed = self._reload_note is not None
         if documents is not None:
             if stale:
-                self._start_reload().finished.wait(_REFRESH_WAIT_S)
+                reload = self._start_reload()
+                if not failed:  # after a failed re-list, retry without waiting every time
+                    reload.finished.wait(_REFRESH_WAIT_S)
                 with self._lock:
                     documents = self._documents if self._documents is not None else documents
             return documents
@@ -283,8 +337,11 @@ class MCPConnector(Connector):
             head.append(self.description)
         with self._lock:
             stale = self._stale and self._catalog is not None
+            failed = self._reload_note is not None
         if stale:  # a re-list runs in the background: give it a moment, else use the last one
-            self._start_reload().listed.wait(_REFRESH_WAIT_S)
+            reload = self._start_reload()
+            if not failed:  # after a failed one, retry without waiting on every prompt
+                reload.listed.wait(_REFRESH_WAIT_S)
         try:
             catalog = self.catalog
             tools = self.server_tools()
@@ -334,8 +391,12 @@ class MCPConnector(Connector):
             tail.append(f"Prompts the server offers (for the user to pick, not run): {listed}")
         tail += [f"Note: {note}" for note in catalog.notes]
         with self._lock:
+            lenient = self._lenient and catalog is self._catalog
             if self._reload_note:
                 tail.append(f"Note: {self._reload_note}")
+        missing = self._missing_note(catalog) if lenient else None
+        if missing:
+            tail.append(f"Note: {missing}")
         lines = [
             *head,
             f"Tools ({len(tool_lines)}):" if tool_lines else "Tools: none.",
@@ -364,12 +425,19 @@ class MCPConnector(Connector):
         with self._lock:
             self._generation += 1
             generation = self._generation
-        catalog = self._list()
-        with self._lock:
-            if self._generation == generation:
-                self._catalog = catalog
-                self._documents, self._skipped = None, []
-                self._stale, self._reload_note = False, None
+            superseded = self._reload  # a re-list in flight: its result will be dropped
+        try:
+            catalog = self._list()
+            self._check_names(catalog)  # strict, as at connect
+            with self._lock:
+                if self._generation == generation:
+                    self._swap(catalog, lenient=False)
+                    self._documents, self._skipped = None, []
+                    self._stale, self._reload_note = False, None
+        finally:
+            if superseded is not None:  # its waiters get this listing, not a dropped one
+                superseded.listed.set()
+                superseded.finished.set()
 
     def invalidate(self) -> None:
         """The schema TTL expired: keep what was read, re-read it in the background. Never
@@ -409,7 +477,8 @@ class MCPConnector(Connector):
             with self._lock:
                 if self._generation != reload.generation:
                     return
-                self._catalog, self._reload_note = catalog, None
+                self._swap(catalog, lenient=True)
+                self._reload_note = None
                 reread = self.spec.resources and self._documents is not None
             reload.listed.set()
             documents, skipped = self._read_documents(catalog) if reread else (None, [])

@@ -132,5 +132,5 @@ def _size(size: int | None) -> str:
     if size is None:
         return "size unknown"
     if size < 1024:
-        return f"{size} bytes"
+        return "1 byte" if size == 1 else f"{size} bytes"
     return f"{size / 1024:.0f} KB"

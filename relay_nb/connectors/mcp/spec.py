@@ -262,7 +262,8 @@ def resolve_launch(spec: MCPSpecConfig, connector_id: str, *, warn: bool = True)
     if spec.command is not None:
         env: dict[str, str] = {}
         for child, parent in _env_sources(spec.env).items():
-            env[child] = _env_value(parent, connector_id, f"environment variable {child}")
+            shown = child if _ENV_NAME.fullmatch(child) else "(unnamed)"
+            env[child] = _env_value(parent, connector_id, f"environment variable {shown}")
         for child, value in (spec.env_values or {}).items():
             if warn and is_secret_name(child):
                 _warn_inline(connector_id, f"env_values[{child!r}]", f'env=["{child}"]')
@@ -353,7 +354,14 @@ def _check_env_name(name: str, where: str) -> None:
 
 
 def _env_value(variable: str, connector_id: str, what: str) -> str:
-    # redacted: a config file's ${VAR} substituted where a name belongs can put a secret here
+    # a literal where a name belongs (a config file's ${VAR} substituted into env) may be a
+    # secret: such a "name" is never quoted, only said to be in the wrong place
+    if not isinstance(variable, str) or not _ENV_NAME.fullmatch(variable):
+        raise ConfigurationError(
+            f"MCP server {connector_id!r}: a value was given where an environment variable "
+            "name was expected; env maps names to names; put values in env_values"
+        )
+    # redacted all the same (belt and braces: the value of a name is never quoted either)
     value = os.environ.get(variable)
     if not value:
         state = "is empty" if value == "" else "is not set"
