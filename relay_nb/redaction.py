@@ -21,6 +21,7 @@ __all__ = [
     "SECRET_OPTION_PATTERN",
     "Secret",
     "is_secret_name",
+    "is_variable_name",
     "known_secrets",
     "option_secrets",
     "redact",
@@ -180,3 +181,30 @@ class Secret:
         return "<secret>"
 
     __str__ = __repr__
+
+
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_TOKEN_PREFIX = re.compile(
+    r"gh[oprsu]_|github_pat_|glpat|xox[a-z]_?|(?:sk|rk|pk)_(?:live|test)_|hf_|npm_|shpat_"
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}$"
+)
+"""Tokens spelled like variable names: GitHub, GitLab, Slack, Stripe, Hugging Face, npm,
+Shopify, AWS access key ids."""
+_MIN_TOKEN_LEN = 20
+
+
+def is_variable_name(value: object) -> bool:
+    """Whether ``value`` can be an environment variable's name rather than a value: a name
+    (``GITHUB_TOKEN``), and not a token that happens to be spelled like one (``ghp_…``, a
+    long mix of upper case, lower case and digits). Where a name is expected, anything else
+    is treated as a value that may be a secret, and never quoted."""
+    if not isinstance(value, str) or not _VARIABLE_NAME.fullmatch(value):
+        return False
+    if _TOKEN_PREFIX.match(value):
+        return False
+    mixed = (
+        any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+    return not (mixed and len(value) >= _MIN_TOKEN_LEN)

@@ -6,7 +6,14 @@ import pytest
 
 from relay_nb.connectors.base import check_connector_id
 from relay_nb.errors import ConfigurationError
-from relay_nb.redaction import REDACTED, known_secrets, redact, redact_url, register_secret
+from relay_nb.redaction import (
+    REDACTED,
+    is_variable_name,
+    known_secrets,
+    redact,
+    redact_url,
+    register_secret,
+)
 
 
 def test_secret_named_env_vars_are_redacted_in_nested_json(monkeypatch):
@@ -80,3 +87,23 @@ def test_working_directory_paths_survive(monkeypatch, tmp_path):
     monkeypatch.setenv("PWD", str(tmp_path))
     text = f"rows from {tmp_path}/sales.csv"
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "is_name"),
+    [
+        ("GITHUB_TOKEN", True),
+        ("my_var_2", True),
+        ("_X", True),
+        ("2FAST", False),
+        ("with-dash", False),
+        ("", False),
+        ("ghp_abcdefABCDEF1234567890abcdefABCDEF12", False),
+        ("AKIAABCDEFGHIJKLMNOP", False),
+        ("sk_live_abc", False),
+        ("aB3" * 7, False),  # a long mix of cases and digits reads as a token
+        ("ShortMixed1", True),
+    ],
+)
+def test_is_variable_name_tells_names_from_tokens(value: str, is_name: bool) -> None:
+    assert is_variable_name(value) is is_name

@@ -37,7 +37,7 @@ from relay_nb.connectors.base import Connector, check_connector_id
 from relay_nb.connectors.mcp.spec import MCPSpecConfig
 from relay_nb.connectors.plugins import find_connector_type, unknown_type_message
 from relay_nb.errors import ConfigurationError
-from relay_nb.redaction import option_secrets
+from relay_nb.redaction import is_variable_name, option_secrets
 
 __all__ = [
     "ENTRY_TAGS",
@@ -80,14 +80,6 @@ _CONNECTION_STRING_REFERENCE = re.compile(
 """A connection-string value that is a reference: ``${VAR}``, ODBC's ``{${VAR}}``, quoted."""
 _URL_START = re.compile(r"\s*[A-Za-z][\w+.-]*://")
 """A URL (read by :func:`_inline_url_secret`), not a connection string holding one."""
-_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TOKEN_PREFIX = re.compile(
-    r"gh[oprsu]_|github_pat_|glpat|xox[a-z]_?|(?:sk|rk|pk)_(?:live|test)_|hf_|npm_|shpat_"
-    r"|(?:AKIA|ASIA)[A-Z0-9]{16}$"
-)
-"""Tokens spelled like variable names: GitHub, GitLab, Slack, Stripe, Hugging Face, npm,
-Shopify, AWS access key ids."""
-_MIN_TOKEN_LEN = 20
 _ENV_FIELD = re.compile(r"(?:_env|[a-z0-9]Env)$")
 """A built-in's field naming one variable: ``token_env``, ``api_key_env``, ``apiKeyEnv``."""
 _MCP_NAME_MAPPINGS = frozenset({"env", "headers_env", "headersEnv"})
@@ -360,20 +352,6 @@ def is_secret_option(key: str) -> bool:
     return bool(_SECRET_OPTION.search(snake))
 
 
-def _is_variable_name(value: str) -> bool:
-    """Whether ``value`` can be an environment variable's name rather than a value: a name
-    (``GITHUB_TOKEN``) and not a token that happens to be spelled like one (``ghp_…``, a
-    long mix of upper case, lower case and digits)."""
-    if not _VARIABLE_NAME.fullmatch(value) or _TOKEN_PREFIX.match(value):
-        return False
-    mixed = (
-        any(c.islower() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.isdigit() for c in value)
-    )
-    return not (mixed and len(value) >= _MIN_TOKEN_LEN)
-
-
 def _names_variables(kind: str | None, top: bool, key: Any, value: Any) -> bool:
     """Whether a built-in type's option holds variable *names*: a ``*_env`` string field
     (``token_env``, ``apiKeyEnv``) at any depth, or the MCP type's ``env`` / ``headers_env``
@@ -402,7 +380,7 @@ def _check_variable_names(config: Mapping[str, Any], kind: str | None, where: st
             )
         names = list(item.values()) if isinstance(item, Mapping) else item
         names = names if isinstance(names, list) else [names]
-        if any(isinstance(n, str) and not _is_variable_name(n) for n in names):
+        if any(isinstance(n, str) and not is_variable_name(n) for n in names):
             if isinstance(item, str):
                 raise ConfigurationError(
                     f"{where}.config: {key} holds something other than a variable name; it "

@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 from mcp_support import SERVER, by_name
+from pydantic import ValidationError
 
 from relay_nb.connectors.http import InlineSecretWarning
 from relay_nb.connectors.mcp import MCP, MCPSpecConfig, mcp_connector_from_config
@@ -198,3 +199,15 @@ def test_a_literal_where_a_variable_name_belongs_is_never_echoed() -> None:
         message = str(caught.value)
         assert "env maps names to names; put values in env_values" in message
         assert literal not in message and "Lit3ral" not in message
+
+
+@pytest.mark.parametrize(
+    "token", ["ghp_abcdefABCDEF1234567890abcdefABCDEF12", "AKIAABCDEFGHIJKLMNOP", "xAb3" * 6]
+)
+def test_a_token_spelled_like_a_name_in_env_is_refused_and_never_echoed(token: str) -> None:
+    """MCP(env={...}) maps names to names; a token there (Claude Desktop configs put values
+    in ``env``) is refused from Python too, and the validation error does not quote it."""
+    with pytest.raises(ValidationError) as info:
+        MCP(command=SERVER, env={"GITHUB_TOKEN": token})
+    assert "environment variable names" in str(info.value)
+    assert token not in str(info.value) and token[-8:] not in str(info.value)

@@ -49,7 +49,10 @@ class HTTPAuth(BaseModel):
     ``password_env``); inline ``token``/``password`` work but warn. ``repr`` never shows them.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # an inline token may be among the fields: validation errors never echo input
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, hide_input_in_errors=True
+    )
 
     type: Literal["bearer", "basic", "header"]
     token_env: str | None = _field("token_env", "tokenEnv")

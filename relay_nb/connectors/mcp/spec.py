@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import warnings
 from collections.abc import Mapping
@@ -41,6 +40,7 @@ from relay_nb.connectors.http.auth import (
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import (
     is_secret_name,
+    is_variable_name,
     redact,
     redact_url,
     register_secret,
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     from relay_nb.connectors.mcp.connector import MCPConnector
 
 __all__ = ["MCP", "Launch", "MCPSpecConfig", "mcp_connector_from_config", "resolve_launch"]
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def _alias(*names: str, default: Any = None) -> Any:
@@ -71,7 +69,10 @@ class MCPSpecConfig(BaseModel):
     approval; ``tools`` keeps only the named ones.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # a value given where a name belongs may be a secret: validation errors never echo input
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, hide_input_in_errors=True
+    )
 
     command: list[str] | None = None
     args: list[str] = Field(default_factory=list)
@@ -262,7 +263,7 @@ def resolve_launch(spec: MCPSpecConfig, connector_id: str, *, warn: bool = True)
     if spec.command is not None:
         env: dict[str, str] = {}
         for child, parent in _env_sources(spec.env).items():
-            shown = child if _ENV_NAME.fullmatch(child) else "(unnamed)"
+            shown = child if is_variable_name(child) else "(unnamed)"
             env[child] = _env_value(parent, connector_id, f"environment variable {shown}")
         for child, value in (spec.env_values or {}).items():
             if warn and is_secret_name(child):
@@ -347,7 +348,7 @@ def _env_secrets(env: Mapping[str, str], sources: Mapping[str, str]) -> tuple[st
 
 
 def _check_env_name(name: str, where: str) -> None:
-    if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+    if not is_variable_name(name):
         raise ValueError(
             f"{where} must hold environment variable names (e.g. 'GITHUB_TOKEN'), not values"
         )
@@ -356,7 +357,7 @@ def _check_env_name(name: str, where: str) -> None:
 def _env_value(variable: str, connector_id: str, what: str) -> str:
     # a literal where a name belongs (a config file's ${VAR} substituted into env) may be a
     # secret: such a "name" is never quoted, only said to be in the wrong place
-    if not isinstance(variable, str) or not _ENV_NAME.fullmatch(variable):
+    if not is_variable_name(variable):
         raise ConfigurationError(
             f"MCP server {connector_id!r}: a value was given where an environment variable "
             "name was expected; env maps names to names; put values in env_values"
