@@ -7,10 +7,11 @@ import sys
 
 import pytest
 from mcp_support import SERVER
+from pydantic import ValidationError
 
 from relay_nb.connectors.mcp import MCP
 from relay_nb.connectors.mcp.results import content_text
-from relay_nb.errors import ConfigurationError, ConnectorError
+from relay_nb.errors import ConnectorError
 
 SECRET = "pw-4c1e9d0b7a2f-supersecret"
 
@@ -57,14 +58,15 @@ def test_a_secret_at_the_clip_boundary_is_redacted_whole(monkeypatch) -> None:
         connector.close()
 
 
-def test_a_name_given_where_a_variable_name_belongs_is_redacted(monkeypatch) -> None:
+def test_a_token_given_where_a_variable_name_belongs_is_refused_unquoted(monkeypatch) -> None:
     # a config file's ${GITHUB_TOKEN} substituted into env=[...] puts the value where a
-    # variable *name* is expected; the "is not set" message must not print it
+    # variable *name* is expected; no message may print it, and a token spelled like a
+    # name (ghp_…) is refused before anything is looked up
     monkeypatch.setenv("MCP_TEST_GH_TOKEN", "ghp_4f9a8b7c6d5e4f3a")
-    with pytest.raises(ConfigurationError) as raised:
+    with pytest.raises(ValidationError) as raised:
         MCP(command=SERVER, env=["ghp_4f9a8b7c6d5e4f3a"]).build_connector("files")
     assert "ghp_4f9a8b7c6d5e4f3a" not in str(raised.value)
-    assert "environment variable [REDACTED] is not set" in str(raised.value)
+    assert "must hold environment variable names" in str(raised.value)
 
 
 def test_long_stderr_lines_are_kept_cut_and_redacted(monkeypatch) -> None:
