@@ -31,7 +31,6 @@ from relay_nb.runtime.harness_common import (
     checked_model,
     harness_capabilities,
     render_prompt,
-    reported_count,
     token_warnings,
 )
 from relay_nb.runtime.harness_limits import harness_failure
@@ -42,6 +41,7 @@ from relay_nb.runtime.types import (
     ToolCall,
     ToolSpec,
     Usage,
+    reported_count,
 )
 
 __all__ = ["ClaudeCodeProfile", "ClaudeCodeRuntime"]

@@ -45,7 +45,6 @@ from relay_nb.runtime.harness_common import (
     read_events,
     render_prompt,
     report_failure,
-    reported_count,
     require_events,
     token_warnings,
 )
@@ -56,6 +55,7 @@ from relay_nb.runtime.types import (
     ToolCall,
     ToolSpec,
     Usage,
+    reported_count,
 )
 
 __all__ = ["CodexCLIProfile", "CodexCLIRuntime", "from_strict", "strict_schema"]

@@ -7,14 +7,14 @@ read as flags and ``extra_args`` that would override its own flags or give the m
 whose parsers accept many spellings of a flag, keep allow-lists of their own); each
 declares the same capabilities apart from its structured-tool fidelity
 (:func:`harness_capabilities`); and each reports token counts that may be malformed
-(:func:`reported_count`) and has no per-invocation output limit (:func:`token_warnings`).
+(:func:`~relay_nb.runtime.types.reported_count`) and has no per-invocation output limit
+(:func:`token_warnings`).
 Codex and OpenCode print JSON-lines events (:func:`read_events`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
@@ -41,7 +41,6 @@ __all__ = [
     "read_events",
     "render_prompt",
     "report_failure",
-    "reported_count",
     "require_events",
     "schema_descriptions",
     "token_warnings",
@@ -231,15 +230,6 @@ def require_events(stdout: bytes, *, label: str, cli: str) -> list[dict[str, Any
             False,
         )
     return events
-
-
-def reported_count(value: Any) -> int | None:
-    """A token count as reported, or None: a malformed number must not fail the result."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        return None
-    return int(value)
 
 
 def report_failure(

@@ -22,7 +22,6 @@ declared); not one character of a reply's text is copied into them.
 from __future__ import annotations
 
 import json
-import math
 import re
 import uuid
 from collections.abc import Callable, Collection, Sequence
@@ -43,6 +42,7 @@ from relay_nb.runtime.types import (
     ToolResultPart,
     ToolSpec,
     Usage,
+    reported_count,
 )
 
 __all__ = [
@@ -488,24 +488,17 @@ def usage_from(raw: Any) -> Usage:
     Messages API, so the same prompt reads the same on both runtimes."""
     if raw is None:
         return Usage()
-    prompt = _count(getattr(raw, "prompt_tokens", None))
-    output = _count(getattr(raw, "completion_tokens", None))
+    prompt = reported_count(getattr(raw, "prompt_tokens", None))
+    output = reported_count(getattr(raw, "completion_tokens", None))
     details = getattr(raw, "prompt_tokens_details", None)
-    cached = _count(getattr(details, "cached_tokens", None)) if details is not None else None
+    cached = (
+        reported_count(getattr(details, "cached_tokens", None)) if details is not None else None
+    )
     if prompt is not None and cached is not None and cached > prompt:
         cached = None  # inconsistent counts: keep the prompt total, drop the split
     return Usage(
         input_tokens=prompt - (cached or 0) if prompt is not None else None,
         output_tokens=output,
-        total_tokens=_count(getattr(raw, "total_tokens", None)),
+        total_tokens=reported_count(getattr(raw, "total_tokens", None)),
         cache_read_tokens=cached,
     )
-
-
-def _count(value: Any) -> int | None:
-    """A token count as reported, or None: a malformed number must not fail the result."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        return None
-    return int(value)

@@ -47,7 +47,6 @@ from relay_nb.runtime.harness_common import (
     read_events,
     render_prompt,
     report_failure,
-    reported_count,
     require_events,
     token_warnings,
 )
@@ -59,6 +58,7 @@ from relay_nb.runtime.types import (
     ToolCall,
     ToolSpec,
     Usage,
+    reported_count,
 )
 
 __all__ = ["OpenCodeCLIProfile", "OpenCodeCLIRuntime", "PROMPTED_WARNING"]

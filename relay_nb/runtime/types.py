@@ -8,6 +8,7 @@ result from the Anthropic API, the ``claude`` CLI or a script looks the same to 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -33,6 +34,7 @@ __all__ = [
     "estimate_output_tokens",
     "estimate_request_tokens",
     "estimate_tokens",
+    "reported_count",
 ]
 
 _TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
@@ -204,6 +206,16 @@ class ToolCall(_Model):
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+
+
+def reported_count(value: Any) -> int | None:
+    """A token count as a provider or CLI reported it, or None: a malformed number (a bool,
+    a negative, NaN, a fraction) must not fail the result it came with."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 class Usage(_Model):
