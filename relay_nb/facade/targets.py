@@ -23,6 +23,7 @@ from typing import Any
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.plugins import (
     BUILTIN_TYPE_NAMES,
+    COMMON_OPTIONS,
     TYPE_NAME,
     WEB_SEARCH_PROVIDERS,
     ConnectorType,
@@ -37,8 +38,6 @@ from relay_nb.connectors.plugins import (
 from relay_nb.errors import ConfigurationError, RelayError
 
 __all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "is_engine", "is_frame"]
-
-_COMMON = ("name", "description")
 
 
 def connector_for(connector_id: str, target: Any, options: Mapping[str, Any]) -> Connector:
@@ -124,7 +123,9 @@ def _from_descriptor(connector_id: str, target: Any, options: Mapping[str, Any])
     build = target.build_connector
     read = keyword_parameters(build, skip_first=True)
     own = None if read is None or read[1] else read[0]  # None: it takes any keyword
-    common = {k: options[k] for k in _COMMON if k in options and own is not None and k not in own}
+    common = {
+        k: options[k] for k in COMMON_OPTIONS if k in options and own is not None and k not in own
+    }
     rest = {k: v for k, v in options.items() if k not in common}
     _check_options(build, rest, kind=kind, skip_first=True, common=True)
     try:
@@ -199,7 +200,7 @@ def _check_options(
         return  # it takes anything (or cannot be read): it checks its own options
     accepted = [p for p in read[0] if skip_first or p != "provider"]  # web search's own
     if common:
-        accepted = list(dict.fromkeys([*_COMMON, *accepted]))
+        accepted = list(dict.fromkeys([*COMMON_OPTIONS, *accepted]))
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         target = getattr(factory, "__wrapped__", factory)

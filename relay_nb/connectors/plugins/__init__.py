@@ -37,6 +37,7 @@ from relay_nb.connectors.plugins.builtins import (
     is_sql_dialect_scheme,
 )
 from relay_nb.connectors.plugins.connector_type import (
+    COMMON_OPTIONS,
     ConnectorType,
     describe_error,
     keyword_parameters,
@@ -55,6 +56,7 @@ from relay_nb.connectors.plugins.registry import (
 __all__ = [
     "BUILTIN_SCHEMES",
     "BUILTIN_TYPE_NAMES",
+    "COMMON_OPTIONS",
     "ENTRY_POINT_GROUP",
     "RESERVED_TYPE_NAMES",
     "TYPE_NAME",
