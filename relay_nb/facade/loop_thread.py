@@ -7,9 +7,12 @@ still changes the kernel's loop for every library in it). Instead one private ev
 runs on a daemon thread for the whole process, and synchronous calls submit their coroutine
 there and wait. The caller's loop is never touched, so nothing else in the kernel can break.
 
-Waiting is done in short slices, so Ctrl-C / "interrupt kernel" reaches the caller: the
-``on_interrupt`` hook (e.g. firing the turn's AbortSignal) runs, the coroutine is given a
-moment to end cleanly (cancelled statements roll back), and the KeyboardInterrupt goes on.
+The caller waits on a queue that the coroutine's completion also posts to, so it wakes the
+moment the result exists (a scripted turn costs what it costs through ``ask_async``, not a
+polling interval). The wait is sliced only to notice a dead loop thread; Ctrl-C / "interrupt
+kernel" interrupts the wait itself: the ``on_interrupt`` hook (e.g. firing the turn's
+AbortSignal) runs, the coroutine is given a moment to end cleanly (cancelled statements roll
+back), and the KeyboardInterrupt goes on.
 
 Some work must happen on the *caller's* thread — in a kernel, ``input()`` (an approval
 prompt) only works from the thread running the cell. Code on the loop thread hands such
@@ -39,6 +42,8 @@ _WAIT_SLICE_S = 0.1
 _INTERRUPT_GRACE_S = 10.0
 
 _Job = tuple[Callable[[], Any], concurrent.futures.Future[Any]]
+_DONE: Any = object()
+"""Posted to the caller's queue when the coroutine finishes: wakes the wait at once."""
 _CALLER: contextvars.ContextVar[queue.SimpleQueue[_Job] | None] = contextvars.ContextVar(
     "relay_nb_caller_jobs", default=None
 )
@@ -104,13 +109,16 @@ class LoopThread:
             return await coroutine
 
         future = asyncio.run_coroutine_threadsafe(with_caller(), self.loop)
+        future.add_done_callback(lambda _: jobs.put(_DONE))
         job: _Job | None = None
         try:
             while not future.done():
                 # no `continue` inside an `except` here: on CPython 3.11 a KeyboardInterrupt
                 # delivered at that backward jump escapes the enclosing handler (seen here)
                 job = _next_job(jobs)
-                if job is not None:
+                if job is _DONE:
+                    job = None
+                elif job is not None:
                     _run_job(*job)
                 elif not self.thread.is_alive() and not future.done():  # the loop itself died
                     future.cancel()
@@ -163,9 +171,11 @@ def _fail_jobs(current: _Job | None, jobs: queue.SimpleQueue[_Job]) -> None:
     pending = [current] if current is not None else []
     while True:
         try:
-            pending.append(jobs.get_nowait())
+            job = jobs.get_nowait()
         except queue.Empty:
             break
+        if job is not _DONE:
+            pending.append(job)
     for _function, done in pending:
         if not done.done():
             done.set_exception(CallerInterrupted())
