@@ -85,6 +85,10 @@ class FetchedRows:
     elapsed_ms: float
 
 
+_CANCEL_REPEAT_S = 0.25
+"""How often a fired cancel is sent again while its statement still runs."""
+
+
 class CancelHandle:
     """Lets another thread (a timer, a stop button, Ctrl-C) stop the running statement."""
 
@@ -127,6 +131,14 @@ class CancelHandle:
                 self.fired = True
             with contextlib.suppress(Exception):  # best effort: server timeouts are the backstop
                 cancel()
+        # A cancel that reaches the server before the statement does (fired between the
+        # "cancelled already?" check and the query's arrival) is ignored there, and the query
+        # would then run to its timeout. So it is sent again until the statement ends
+        # (``disarm``); the connection is discarded after a fired cancel, so the repeats can
+        # hit nothing else.
+        retry = threading.Timer(_CANCEL_REPEAT_S, self._fire, args=(cancel,))
+        retry.daemon = True
+        retry.start()
 
 
 def build_engine(url_or_engine: str | URL | Engine) -> Engine:
@@ -279,6 +291,7 @@ def run_read_only(
             raise DatabaseUnavailable("lost") from exc
         raise
     finally:
+        cancel.disarm()  # also when the statement never started: no cancel outlives the call
         timer.cancel()
         discard = cancel.fired or (not clean and backend in ("mysql", "mariadb"))
         _end(backend, engine, raw, discard=discard)
