@@ -51,9 +51,11 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.ledger import UsageLedger
 from relay_nb.agent.loop import run_turn
 from relay_nb.agent.pricing import PriceTable
+from relay_nb.agent.services import TurnServices
 from relay_nb.agent.session import Session
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.runtime.scripted import ScriptedRuntime
@@ -103,7 +105,12 @@ async def _timed_turn(
     runtime.playback_s = 0.0
     runtime.requests.clear()
     started = time.perf_counter()
-    result = await run_turn("how many?", runtime=runtime, tools=tools, ledger=ledger, prices=prices)
+    result = await run_turn(
+        "how many?",
+        TurnServices(
+            runtime=runtime, tools=tools, accountant=Accountant(prices=prices, ledger=ledger)
+        ),
+    )
     wall_ms = (time.perf_counter() - started) * 1000
     if result.finish_reason != "stop" or result.steps != 2:
         raise RuntimeError(f"unexpected turn: {result.finish_reason} after {result.steps} steps")
@@ -260,9 +267,8 @@ async def _session_turns(window: int, trace: bool, url: str) -> dict[str, Any]:
     session = Session(
         runtime,
         connectors=[connector],
-        ledger=False,
-        prices=PriceTable.load(),
-        context_window=window,
+        settings={"context_window": window},
+        accountant=Accountant(prices=PriceTable.load()),
     )
     if trace:
         tracemalloc.start()

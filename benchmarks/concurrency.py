@@ -35,6 +35,8 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
+from relay_nb.agent.accounting import Accountant
+from relay_nb.agent.ledger import UsageLedger
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.session import Session
 from relay_nb.connectors.sql.connector import SQLConnector
@@ -70,10 +72,10 @@ class _TimedSession(Session):
         super().__init__(*args, **kwargs)
         self.latencies_ms: list[float] = []
 
-    async def _turn(self, question: str, **options: Any) -> TurnResult:
+    async def _turn(self, question: str, *args: Any, **options: Any) -> TurnResult:
         started = time.perf_counter()
         try:
-            return await super()._turn(question, **options)
+            return await super()._turn(question, *args, **options)
         finally:
             self.latencies_ms.append((time.perf_counter() - started) * 1000)
 
@@ -110,7 +112,7 @@ def _summary(wall_s: float, latencies: list[float], errors: int) -> dict[str, fl
 
 
 async def _relay(session: _TimedSession, questions: dict[str, str], concurrency: int) -> dict:
-    runtime = session.router.runtime_for(session.default_tier)
+    runtime = session.runtime_for(session.settings)
     respond = _scripted(questions)
     for _ in range(2 * len(questions)):  # two steps per turn, whatever order they run in
         runtime.add(respond)
@@ -154,9 +156,9 @@ async def _measure(url: str, ledger: Path) -> dict[str, Any]:
         side: _TimedSession(
             ScriptedRuntime(),
             connectors=[SQLConnector("pg", url, tables=list(ALLOWED_TABLES))],
-            ledger=setting,
+            accountant=Accountant(ledger=setting),
         )
-        for side, setting in (("relay", ledger), ("relay_no_ledger", False))
+        for side, setting in (("relay", UsageLedger(ledger)), ("relay_no_ledger", None))
     }
     engine = sa.create_engine(url)
     results: dict[str, Any] = {

@@ -6,7 +6,7 @@
 (b) Rendering a finished turn whose result has 1e6 rows vs one with 1e3 rows. The turns are
     real: a ``Session`` with a scripted model runs ``SELECT * FROM big`` through the
     ``SQLConnector`` (row_limit raised to 1e6) on a SQLite table, so the ``TurnResult`` holds
-    its real events and a 1e6-row ``QueryResult`` in the session's artifact store. Timed, with
+    its real events, the ``tool_result`` one carrying the 1e6-row ``QueryResult``. Timed, with
     the query already done (it is the fetch benchmark's subject, not rendering):
 
     - cell display: what a ``%relay`` cell shows, in a real IPython shell (``TestingShell``,
@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import subprocess
 import sys
@@ -81,8 +82,8 @@ def _real_turn(url: str, rows: int) -> tuple[Any, Any]:
         {"text": f"**Done.** The {rows:,} orders are listed; amounts run from 0.5 upwards."},
     )
     connector = SQLConnector("shop", url, row_limit=rows, statement_timeout_s=600)
-    session = Session(runtime, connectors=[connector], ledger=False)
-    turn = session.ask(_QUESTION)
+    session = Session(runtime, connectors=[connector])
+    turn = asyncio.run(session.ask_async(_QUESTION))
     if turn.df is None or len(turn.df) != rows or turn.finish_reason != "stop":
         raise RuntimeError(f"the benchmark turn did not return {rows} rows")
     return turn, session
@@ -92,12 +93,7 @@ def _cell_display(turn: Any, session: Any, max_rows: int) -> None:
     """What the ``%relay`` magic does around a turn, minus running it."""
     from relay_nb.notebook.live import LiveTurnView
 
-    view = LiveTurnView(
-        turn.question,
-        max_rows=max_rows,
-        session_usage=session.usage,
-        artifacts=session.artifacts,
-    )
+    view = LiveTurnView(turn.question, max_rows=max_rows, session_usage=session.usage)
     view.show()
     for event in turn.events:
         view.on_event(event)

@@ -152,7 +152,7 @@ async def _relay_requests(url: str, tables: list[str], questions: tuple[str, ...
     runtime = ScriptedRuntime()
     for _ in questions:
         runtime.add({"text": "ok"})
-    session = Session(runtime, connectors=[SQLConnector("shop", url, tables=tables)], ledger=False)
+    session = Session(runtime, connectors=[SQLConnector("shop", url, tables=tables)])
     try:
         turns = await session.ask_many(list(questions), concurrency=1)
     finally:

@@ -69,10 +69,13 @@ _EXPORTS: dict[str, str] = {
     # the facade
     "Relay": "relay_nb.facade.relay",
     "Turn": "relay_nb.facade.relay",
+    "default_relay": "relay_nb.facade.relay",
     "session": "relay_nb.facade.relay",
     # agent
-    "Session": "relay_nb.agent.session",
+    "Accountant": "relay_nb.agent.accounting",
     "Skill": "relay_nb.agent.skills",
+    "TurnServices": "relay_nb.agent.services",
+    "TurnSettings": "relay_nb.agent.settings",
     "TurnResult": "relay_nb.agent.loop",
     "run_turn": "relay_nb.agent.loop",
     "UsageCaps": "relay_nb.agent.caps",
@@ -105,12 +108,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the real names
+    from relay_nb.agent.accounting import Accountant
     from relay_nb.agent.approval import ApprovalRequest
     from relay_nb.agent.caps import UsageCaps
     from relay_nb.agent.ledger import UsageLedger
     from relay_nb.agent.loop import TurnResult, run_turn
     from relay_nb.agent.pricing import PriceTable
-    from relay_nb.agent.session import Session
+    from relay_nb.agent.services import TurnServices
+    from relay_nb.agent.settings import TurnSettings
     from relay_nb.agent.skills import Skill
     from relay_nb.connectors.base import Connector
     from relay_nb.connectors.dataframe import DataFrameConnector
@@ -137,7 +142,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
         RelayError,
         UnsafeQueryError,
     )
-    from relay_nb.facade.relay import Relay, Turn, session
+    from relay_nb.facade.relay import Relay, Turn, default_relay, session
     from relay_nb.runtime.abort import AbortSignal
     from relay_nb.runtime.anthropic import AnthropicRuntime
     from relay_nb.runtime.base import BaseRuntime, ModelRuntime

@@ -26,7 +26,7 @@ from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from relay_nb.agent.pricing import ModelPrice
+from relay_nb.agent.pricing import CallRates
 from relay_nb.runtime.types import Usage
 
 __all__ = [
@@ -125,14 +125,16 @@ def plan_call(
     *,
     prompt_tokens: int,
     max_output_tokens: int,
-    price: ModelPrice | None,
+    rates: CallRates | None,
 ) -> CallPlan:
     """How many output tokens the next call may use under every limit, or why none.
 
-    ``prompt_tokens`` is the chars/4 estimate of the request about to be sent, priced at the
-    plain input rate. It is an estimate: providers count tool declarations with some overhead
-    and prompt-cache writes cost more, so a cap is a limit on the estimate, checked again
-    against the provider's counts after every call.
+    ``prompt_tokens`` is the chars/4 estimate of the request about to be sent, priced at
+    ``rates.prompt`` — the dearest way it can be billed (a prompt-cache write costs more than
+    input; a batch costs less), which :func:`~relay_nb.agent.pricing.worst_case_rates` takes
+    from the same price table the bill does. It is an estimate: providers count tool
+    declarations with some overhead, so a cap is a limit on the estimate, checked again
+    against the provider's counts after every call. ``rates`` None: the model has no price.
     """
     allowed = max_output_tokens
     for limit in limits:
@@ -157,21 +159,21 @@ def plan_call(
                 )
             spent_usd = meter.cost_usd + meter.reserved_cost_usd
             left = Decimal(str(caps.max_cost_usd)) - Decimal(str(spent_usd))
-            if price is None:
+            if rates is None:
                 if left <= 0:
                     return CallPlan(stop_reason=_cost_message(limit))
                 continue  # cannot project; the meter is checked again after the call
-            left -= Decimal(prompt_tokens) * price.input / _MTOK
-            if price.output > 0:
-                room = math.floor(left * _MTOK / price.output) if left > 0 else 0
+            left -= Decimal(prompt_tokens) * rates.prompt / _MTOK
+            if rates.output > 0:
+                room = math.floor(left * _MTOK / rates.output) if left > 0 else 0
                 if room < min(MIN_USEFUL_OUTPUT, max_output_tokens):
                     return CallPlan(stop_reason=_cost_message(limit))
                 allowed = min(allowed, room)
             elif left < 0:
                 return CallPlan(stop_reason=_cost_message(limit))
     cost = 0.0
-    if price is not None:
-        cost = float((prompt_tokens * price.input + allowed * price.output) / _MTOK)
+    if rates is not None:
+        cost = float((prompt_tokens * rates.prompt + allowed * rates.output) / _MTOK)
     return CallPlan(
         max_output_tokens=allowed,
         worst_case_tokens=prompt_tokens + allowed,

@@ -65,13 +65,19 @@ class ToolAwaitingApprovalEvent(_Event):
 
 
 class ToolResultEvent(_Event):
-    """What went back to the model for a call (the artifact stays in the TurnResult)."""
+    """What went back to the model for a call, and what stays local.
+
+    ``artifact`` is the tool's local result by reference (a ``QueryResult`` with the whole
+    DataFrame, a chart's PNG), for whoever watches the turn live; it is never serialised
+    (a saved or streamed event is what the model saw) and never sent to the model.
+    """
 
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     name: str
     output: str
     is_error: bool = False
+    artifact: Any = Field(default=None, exclude=True, repr=False)
 
 
 class TextDeltaEvent(_Event):

@@ -20,11 +20,10 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from relay_nb.agent.approval import Approver
-from relay_nb.agent.caps import Reservation, UsageCaps, UsageLimit, exceeded, plan_call
+from relay_nb.agent.accounting import runtime_model
+from relay_nb.agent.caps import Reservation
 from relay_nb.agent.events import (
     ContextResolvedEvent,
     DoneEvent,
@@ -36,16 +35,15 @@ from relay_nb.agent.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from relay_nb.agent.ledger import LedgerRow, UsageLedger
 from relay_nb.agent.next_step import NEXT_STEP, decode_next_step, next_step_spec
-from relay_nb.agent.pricing import PriceTable, price_usage, usage_with_estimates
 from relay_nb.agent.prompt import assemble_system_prompt
+from relay_nb.agent.services import TurnServices
+from relay_nb.agent.settings import TurnSettings
 from relay_nb.agent.tool_calls import ToolOutcome, execute_calls
 from relay_nb.agent.turn_result import FinishReason, TurnResult
-from relay_nb.context import ContextRequest, ContextResolver, allocate_budget
+from relay_nb.context import ContextRequest, allocate_budget
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
-from relay_nb.runtime.base import ModelRuntime
 from relay_nb.runtime.failures import classify_exception
 from relay_nb.runtime.types import (
     InvocationRequest,
@@ -55,7 +53,6 @@ from relay_nb.runtime.types import (
     ToolChoice,
     ToolSpec,
     Usage,
-    estimate_request_tokens,
 )
 from relay_nb.tools import Tool
 
@@ -83,53 +80,35 @@ class _Stop(Exception):
 
 
 class _Turn:
-    """The mutable state of one turn; keeps ``run_turn`` itself a readable outline."""
+    """The mutable state of one turn; keeps ``run_turn`` itself a readable outline.
+
+    What the turn may do is ``settings`` and what it works with is ``services``, both held
+    by reference and never copied; everything else here changes as the turn runs.
+    """
 
     def __init__(
         self,
+        settings: TurnSettings,
+        services: TurnServices,
         *,
-        runtime: ModelRuntime,
-        tools: Sequence[Tool],
-        prices: PriceTable | None,
-        ledger: UsageLedger | None,
-        session_id: str,
         turn_id: str,
-        on_event: Callable[[Event], None] | None,
-        max_retries: int,
-        retry_base_s: float,
-        max_output_tokens: int,
         abort: AbortSignal | None,
-        approver: Approver | None,
-        limits: Sequence[UsageLimit],
-        batch: bool,
-        notebook: str | None,
-        results: MutableMapping[str, Any] | None = None,
     ) -> None:
-        self.runtime = runtime
-        self.tools = _index_tools(tools)
-        self.specs = [ToolSpec(**tool.spec()) for tool in tools]
+        self.settings = settings
+        self.services = services
+        self.turn_id = turn_id
+        self.abort = abort
+        runtime = services.runtime
+        self.tools = _index_tools(services.tools)
+        self.specs = [ToolSpec(**tool.spec()) for tool in services.tools]
         caps = runtime.capabilities()
         self.single_tool = bool(self.specs) and caps.single_forced_tool_only
         """Drive the runtime through the ``next_step`` adapter (see next_step.py)."""
         self.next_step = next_step_spec(self.specs) if self.single_tool else None
         self.streaming = caps.streaming
-        self.enforces_output_limit = caps.output_token_limit_fidelity == "native"
-        self.prices = prices
-        self.ledger = ledger
-        self.session_id = session_id
-        self.turn_id = turn_id
-        self.on_event = on_event
-        self.max_retries = max_retries
-        self.retry_base_s = retry_base_s
-        self.max_output_tokens = max_output_tokens
-        self.abort = abort
-        self.approver = approver
-        self.meters = list(limits)
-        """Every limit's meter is fed, active or not, so a cap set later sees past spending."""
-        self.limits = [limit for limit in limits if limit.caps.active]
-        self.batch = batch
-        self.notebook = notebook
-        self.results = results
+        self.limits = services.accountant.limits(settings.caps)
+        """This turn's caps and the session's, with their meters (fed active or not)."""
+        self.approver = services.approver_for(settings.approval)
         self.events: list[Event] = []
         self.tool_calls: list[ToolCall] = []
         self.outcomes: list[ToolOutcome] = []
@@ -139,7 +118,8 @@ class _Turn:
         self.last_text = ""
         self.streamed = False
         self.reservation: Reservation | None = None
-        if self.limits and not self.enforces_output_limit:
+        capped = any(limit.caps.active for limit in self.limits)
+        if capped and caps.output_token_limit_fidelity != "native":
             self.warn(
                 f"{getattr(runtime, 'id', 'this runtime')} does not enforce max_output_tokens, "
                 "so usage caps are checked before and after each call but one call can "
@@ -151,8 +131,8 @@ class _Turn:
     def emit(self, event: Event) -> None:
         """Record first, then notify: a failing callback must not lose the event."""
         self.events.append(event)
-        if self.on_event is not None:
-            self.on_event(event)
+        if self.services.on_event is not None:
+            self.services.on_event(event)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -170,23 +150,21 @@ class _Turn:
             messages=messages,
             tools=tools,
             tool_choice=choice,
-            max_output_tokens=self.max_output_tokens,
+            max_output_tokens=self.settings.max_output_tokens,
         )
-        if not self.limits:
-            return request
-        if self.prices is None:
-            self.prices = PriceTable.load()
-        model = self.model or getattr(self.runtime, "model", "") or ""
-        plan = plan_call(
+        plan = self.services.accountant.plan(
             self.limits,
-            prompt_tokens=estimate_request_tokens(request),
-            max_output_tokens=self.max_output_tokens,
-            price=self.prices.price_for(model) if model else None,
+            request,
+            runtime=self.services.runtime,
+            model=self.model,
+            batch=self.settings.batch,
         )
         if plan.stop_reason is not None:
             raise _Stop("usage_cap", detail=plan.stop_reason)
-        self.reservation = plan.reserve(self.limits)
-        if plan.max_output_tokens == self.max_output_tokens:
+        active = [limit for limit in self.limits if limit.caps.active]
+        if active:
+            self.reservation = plan.reserve(active)
+        if plan.max_output_tokens == request.max_output_tokens:
             return request
         return request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
 
@@ -206,12 +184,13 @@ class _Turn:
 
     async def _invoke_with_retries(self, request: InvocationRequest, step: int) -> InvocationResult:
         on_text = self._on_text if self.streaming and self.next_step is None else None
-        for attempt in range(self.max_retries + 1):
+        runtime, retries = self.services.runtime, self.settings.max_retries
+        for attempt in range(retries + 1):
             self._check_abort()
             self.streamed = False
             started = time.perf_counter()
             try:
-                return await self.runtime.invoke(request, abort=self.abort, on_text=on_text)
+                return await runtime.invoke(request, abort=self.abort, on_text=on_text)
             except ConfigurationError:
                 raise  # no retry fixes a configuration mistake; the caller must see it
             except asyncio.CancelledError:  # the task itself was cancelled: still a call made
@@ -225,7 +204,7 @@ class _Turn:
                     raise _Stop("cancelled") from None
                 # off the loop, like every other append: concurrent turns go on meanwhile
                 await asyncio.to_thread(self._record_failure, err, step, started, aborted=False)
-                if not err.retryable or attempt >= self.max_retries:
+                if not err.retryable or attempt >= retries:
                     raise _Stop("error", err) from None
                 hinted = err.retry_after_s
                 if hinted is not None and hinted > MAX_RETRY_WAIT_S:
@@ -253,7 +232,7 @@ class _Turn:
 
     def _backoff(self, err: InvocationError, attempt: int) -> float:
         hinted = err.retry_after_s
-        wait = hinted if hinted is not None else self.retry_base_s * 2**attempt
+        wait = hinted if hinted is not None else self.settings.retry_base_s * 2**attempt
         return min(max(wait, 0.0), MAX_RETRY_WAIT_S)
 
     async def _sleep(self, seconds: float) -> None:
@@ -274,11 +253,12 @@ class _Turn:
     async def account(
         self, result: InvocationResult, step: int, request: InvocationRequest
     ) -> None:
-        """Price the call, emit ``usage``, add it to the turn total, the caps and the ledger."""
-        if self.prices is None:
-            self.prices = PriceTable.load()
-        usage = usage_with_estimates(result, request)
-        priced, warnings = price_usage(usage, result.model, self.prices, batch=self.batch)
+        """Bill the call (the accountant prices it and feeds the caps), emit ``usage``, add
+        it to the turn's total and append its ledger row."""
+        accountant = self.services.accountant
+        priced, warnings = accountant.charge(
+            result, request, limits=self.limits, batch=self.settings.batch
+        )
         for message in [*result.warnings, *warnings]:
             self.warn(message)
         if result.stop_reason == "max_tokens":
@@ -288,65 +268,22 @@ class _Turn:
             )
         self.model = result.model
         self.usage = priced if self.usage is None else self.usage + priced
-        for limit in self.meters:
-            limit.meter.add(priced)
-        for message in exceeded(self.limits):
-            self.warn(message)
         self.emit(UsageEvent(usage=priced, model=result.model))
-        await self._record(result, priced, step)
+        await accountant.record(result, priced, turn_id=self.turn_id, step=step)
 
     def _record_failure(
         self, err: InvocationError | None, step: int, started: float, *, aborted: bool
     ) -> None:
-        """A ledger row for a model call that failed: no answer, nothing reported.
-
-        A call the provider refused or never answered reports no usage and is not billed,
-        so its tokens and cost are a known zero — as in the turn's own total. A call cut
-        off by the user's abort may have been partly billed (a stream already under way),
-        so its counts stay unknown. ``finish_reason`` says what happened:
-        ``error:<CODE>`` or ``cancelled``.
-        """
-        if self.ledger is None:
-            return
-        zero = None if aborted else 0
-        try:
-            row = LedgerRow(
-                session_id=self.session_id,
-                turn_id=self.turn_id,
-                step=step,
-                notebook=self.notebook,
-                model=self.model or getattr(self.runtime, "model", "") or self.runtime.id,
-                provider=_provider_of(self.runtime),
-                input_tokens=zero,
-                output_tokens=zero,
-                cost_usd=None if aborted else 0.0,
-                latency_ms=(time.perf_counter() - started) * 1000,
-                finish_reason="cancelled" if aborted or err is None else f"error:{err.code}",
-            )
-            self.ledger.append(row)
-        except Exception as exc:
-            logger.warning("could not record turn %s step %d: %r", self.turn_id, step, exc)
-
-    async def _record(self, result: InvocationResult, priced: Usage, step: int) -> None:
-        """Append a ledger row; accounting problems never cost the user their answer.
-
-        The append commits durably (an fsync): on a worker thread, so the concurrent turns
-        of ``ask_many`` go on meanwhile; awaited, so the row exists when the turn returns.
-        """
-        if self.ledger is None:
-            return
-        try:
-            row = LedgerRow.from_result(
-                result,
-                session_id=self.session_id,
-                turn_id=self.turn_id,
-                step=step,
-                notebook=self.notebook,
-                usage=priced,
-            )
-            await asyncio.to_thread(self.ledger.append, row)
-        except Exception as exc:
-            logger.warning("could not record turn %s step %d: %r", self.turn_id, step, exc)
+        """The ledger row of a model call that failed (see ``Accountant.record_failure``)."""
+        self.services.accountant.record_failure(
+            self.services.runtime,
+            model=self.model,
+            turn_id=self.turn_id,
+            step=step,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            code=None if err is None else err.code,
+            aborted=aborted,
+        )
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -397,8 +334,6 @@ class _Turn:
             calls, self.tools, approver=self.approver, abort=self.abort, emit=self.emit
         )
         for outcome in outcomes:
-            if self.results is not None and outcome.artifact is not None:
-                self.results[outcome.tool_call_id] = outcome.artifact  # before its event
             self.report(outcome)
         return outcomes, cancelled
 
@@ -410,6 +345,7 @@ class _Turn:
                 name=outcome.name,
                 output=outcome.content,
                 is_error=outcome.is_error,
+                artifact=outcome.artifact,
             )
         )
 
@@ -436,19 +372,12 @@ class _Turn:
             usage=usage,
             steps=steps,
             model=self.model
-            or getattr(self.runtime, "model", "")
-            or getattr(self.runtime, "id", ""),
+            or runtime_model(self.services.runtime)
+            or getattr(self.services.runtime, "id", ""),
             warnings=self.warnings,
             messages=messages,
+            settings=self.settings,
         )
-
-
-def _provider_of(runtime: ModelRuntime) -> str:
-    """The runtime's provider name; a protocol-only runtime's id prefix (``anthropic:…``)."""
-    provider = getattr(runtime, "provider", None)
-    if isinstance(provider, str) and provider:
-        return provider
-    return runtime.id.split(":", 1)[0] or "unknown"
 
 
 def _index_tools(tools: Sequence[Tool]) -> dict[str, Tool]:
@@ -470,21 +399,17 @@ def _in_conversation(messages: list[Message], outcomes: Sequence[ToolOutcome]) -
 
 
 async def _system_prompt(
-    turn: _Turn,
-    question: str,
-    system_prompt: str,
-    resolver: ContextResolver | None,
-    context_window: int,
-    connector_ids: Sequence[str],
+    turn: _Turn, question: str, system_prompt: str, connector_ids: Sequence[str]
 ) -> str:
     """The base prompt plus the resolved context (see prompt.py), within the context budget."""
-    budget = allocate_budget(context_window)
+    resolver = turn.services.resolver
     if resolver is None:
         return system_prompt
+    budget = allocate_budget(turn.settings.context_window)
     turn.emit(ThinkingEvent(step="resolving_context"))
     request = ContextRequest(
         question=question,
-        session_id=turn.session_id,
+        session_id=turn.services.accountant.session_id,
         turn_id=turn.turn_id,
         connector_ids=tuple(connector_ids),
         budget=budget.context,
@@ -509,75 +434,35 @@ async def _system_prompt(
 
 async def run_turn(
     question: str,
+    services: TurnServices,
+    settings: TurnSettings | None = None,
     *,
-    runtime: ModelRuntime,
-    tools: Sequence[Tool] = (),
-    system_prompt: str = "",
     history: Sequence[Message] = (),
-    resolver: ContextResolver | None = None,
+    system_prompt: str = "",
     connector_ids: Sequence[str] = (),
-    context_window: int = 200_000,
-    max_steps: int = 8,
-    prices: PriceTable | None = None,
-    ledger: UsageLedger | None = None,
-    session_id: str = "",
-    turn_id: str | None = None,
-    notebook: str | None = None,
-    on_event: Callable[[Event], None] | None = None,
-    max_retries: int = 3,
-    retry_base_s: float = 0.5,
-    max_output_tokens: int = 4096,
     abort: AbortSignal | None = None,
-    approver: Approver | None = None,
-    caps: UsageCaps | None = None,
-    limits: Sequence[UsageLimit] = (),
-    batch: bool = False,
-    results: MutableMapping[str, Any] | None = None,
+    turn_id: str | None = None,
 ) -> TurnResult:
-    """Answer ``question`` with ``runtime``, letting it call ``tools`` for up to ``max_steps``.
+    """Answer ``question`` with ``services.runtime``, letting it call ``services.tools`` for
+    up to ``settings.max_steps`` steps.
 
+    ``history`` is the conversation so far, ``system_prompt`` the base prompt the resolved
+    context is added to (for the ``connector_ids`` the turn may use; empty: all of them).
     Always ends with exactly one ``done`` event (after an ``error`` event when a model call
     failed for good). Cancelling the task propagates ``CancelledError``; firing ``abort``
     instead ends the turn with ``finish_reason="cancelled"`` and a conversation in which every
-    tool call has a result. ``caps`` limits this turn; ``limits`` carries further caps with
-    what was already spent against them (a session's). ``batch=True`` prices calls at the
-    Message Batches discount (the caller routes them through a batch). ``results``, when
-    given, receives every tool artifact by its call id as it arrives — before the call's
-    ``tool_result`` event, so a live view can show the DataFrame; the chart tool reads it
-    within the same turn.
+    tool call has a result. Every ``tool_result`` event carries the tool's artifact (a
+    DataFrame's ``QueryResult``) by reference, for a live view.
     """
-    if max_steps < 1:
-        raise ConfigurationError(f"max_steps must be at least 1, got {max_steps}")
-    all_limits = [*limits]
-    if caps is not None:
-        all_limits.insert(0, UsageLimit(scope="turn", caps=caps))  # a fresh meter: this turn
-    turn = _Turn(
-        runtime=runtime,
-        tools=tools,
-        prices=prices,
-        ledger=ledger,
-        session_id=session_id,
-        turn_id=turn_id or uuid.uuid4().hex,
-        on_event=on_event,
-        max_retries=max_retries,
-        retry_base_s=retry_base_s,
-        max_output_tokens=max_output_tokens,
-        abort=abort,
-        approver=approver,
-        limits=all_limits,
-        batch=batch,
-        notebook=notebook,
-        results=results,
-    )
-    system = await _system_prompt(
-        turn, question, system_prompt, resolver, context_window, connector_ids
-    )
+    settings = settings if settings is not None else TurnSettings()
+    turn = _Turn(settings, services, turn_id=turn_id or uuid.uuid4().hex, abort=abort)
+    system = await _system_prompt(turn, question, system_prompt, connector_ids)
     head = [Message.system(system)] if system else []
     conversation = [*history, Message.user(question)]
     first_new = len(history)
     step = 0
     try:
-        for step in range(1, max_steps + 1):
+        for step in range(1, settings.max_steps + 1):
             request = turn.request([*head, *conversation])
             turn.emit(ThinkingEvent(step="calling_model"))
             result = await turn.invoke(request, step)

@@ -34,7 +34,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,7 +46,14 @@ from relay_nb.runtime.types import (
     estimate_request_tokens,
 )
 
-__all__ = ["ModelPrice", "PriceTable", "price_usage", "usage_with_estimates"]
+__all__ = [
+    "CallRates",
+    "ModelPrice",
+    "PriceTable",
+    "price_usage",
+    "usage_with_estimates",
+    "worst_case_rates",
+]
 
 _MTOK = Decimal(1_000_000)
 _MICRO_USD = Decimal("0.000001")
@@ -143,6 +150,39 @@ class PriceTable(BaseModel):
         return None if key is None else self.models[key]
 
 
+class CallRates(NamedTuple):
+    """The most one token of a call's prompt and of its output can cost (USD per MTok),
+    discounts applied: what a usage cap plans against (see :func:`worst_case_rates`)."""
+
+    prompt: Decimal
+    output: Decimal
+
+
+def worst_case_rates(
+    price: ModelPrice,
+    table: PriceTable,
+    *,
+    batch: bool = False,
+    cache_ttl: Literal["5m", "1h"] | None = None,
+) -> CallRates:
+    """The rates a cap's worst case uses, from the same table :func:`price_usage` reads.
+
+    A prompt token is billed as plain input or, when the runtime writes a prompt cache
+    (``cache_ttl``), possibly as a cache write, which costs more (1.25x input for 5 minutes,
+    2x for an hour): the worst case is the dearer one. ``batch`` applies the batch discount
+    to both, as it does to the bill.
+    """
+    rates = _rates(price, table, batch=batch)
+    prompt = rates["input"]
+    if cache_ttl is not None:
+        write = rates[f"cache_write_{cache_ttl}"]
+        if write is not None:
+            prompt = max(prompt, write)
+    output = rates["output"]
+    assert prompt is not None and output is not None  # input and output prices are required
+    return CallRates(prompt=prompt, output=output)
+
+
 def price_usage(
     usage: Usage,
     model: str,
@@ -153,10 +193,11 @@ def price_usage(
 ) -> tuple[Usage, list[str]]:
     """A copy of ``usage`` with ``cost_usd`` set, and the warnings a user should see.
 
-    ``cache_ttl`` picks the cache-write price (the Usage model has one cache-write count);
-    ``batch`` applies the Message Batches discount to the whole call. A missing cache count
-    is taken as zero (providers without caching send none); a missing input or output count
-    leaves the cost unknown.
+    Cache writes the provider reports as 1-hour ones (``cache_write_1h_tokens``) are priced
+    at ``cache_write_1h``; the others at the ``cache_ttl`` price. ``batch`` applies the
+    Message Batches discount to the whole call. A missing cache count is taken as zero
+    (providers without caching send none); a missing input or output count leaves the cost
+    unknown.
     """
     if usage.cost_usd is not None:
         return usage.model_copy(), []  # provider-reported (e.g. the claude CLI): the truth
@@ -175,27 +216,48 @@ def price_usage(
             name for name in ("input_tokens", "output_tokens") if getattr(usage, name) is None
         ]
         return unknown, [f"usage for {model!r} lacks {', '.join(missing)}; cost is unknown"]
-    cache_write_price = price.cache_write_5m if cache_ttl == "5m" else price.cache_write_1h
-    parts: list[tuple[int, Decimal | None, str]] = [
-        (usage.input_tokens, price.input, "input"),
-        (usage.output_tokens, price.output, "output"),
-        (usage.cache_read_tokens or 0, price.cache_read, "cache_read"),
-        (usage.cache_write_tokens or 0, cache_write_price, f"cache_write_{cache_ttl}"),
+    writes = usage.cache_write_tokens or 0
+    long_writes = min(usage.cache_write_1h_tokens or 0, writes)
+    if cache_ttl == "1h":
+        long_writes = writes
+    rates = _rates(price, table, batch=batch)
+    parts: list[tuple[int, str]] = [
+        (usage.input_tokens, "input"),
+        (usage.output_tokens, "output"),
+        (usage.cache_read_tokens or 0, "cache_read"),
+        (writes - long_writes, "cache_write_5m"),
+        (long_writes, "cache_write_1h"),
     ]
     total = Decimal(0)
-    for tokens, rate, name in parts:
+    for tokens, name in parts:
         if not tokens:
             continue
+        rate = rates[name]
         if rate is None:
             return unknown, [
                 f"model {model!r} has no {name} price in the price table but the call "
                 f"used {tokens} such tokens; cost is unknown"
             ]
         total += Decimal(tokens) * rate / _MTOK
-    if batch:
-        total *= price.batch_discount if price.batch_discount is not None else table.batch_discount
     cost = float(total.quantize(_MICRO_USD, rounding=ROUND_HALF_UP))
     return usage.model_copy(update={"cost_usd": cost}), []
+
+
+def _rates(price: ModelPrice, table: PriceTable, *, batch: bool) -> dict[str, Decimal | None]:
+    """USD per MTok of each kind of token, the batch discount applied when ``batch``: the
+    one place a bill (:func:`price_usage`) and a cap's worst case (:func:`worst_case_rates`)
+    take their numbers from."""
+    factor = Decimal(1)
+    if batch:
+        factor = price.batch_discount if price.batch_discount is not None else table.batch_discount
+    rates = {
+        "input": price.input,
+        "output": price.output,
+        "cache_read": price.cache_read,
+        "cache_write_5m": price.cache_write_5m,
+        "cache_write_1h": price.cache_write_1h,
+    }
+    return {name: None if rate is None else rate * factor for name, rate in rates.items()}
 
 
 def _norm(model_id: str) -> str:
@@ -222,6 +284,7 @@ def usage_with_estimates(result: InvocationResult, request: InvocationRequest) -
         else estimate_output_tokens(result.output_text, result.tool_calls),
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,
         cost_usd=usage.cost_usd,
         estimated=True,
     )

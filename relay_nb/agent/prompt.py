@@ -16,7 +16,6 @@ from relay_nb.context import ContextItem, render_context
 __all__ = ["BASE_RULES", "CONNECTORS_HEADING", "assemble_system_prompt", "base_prompt"]
 
 CONNECTORS_HEADING = "# Connectors"
-SCHEMA_SOURCE_PREFIX = "schema:"
 
 BASE_RULES = """\
 You are relay_nb, a data analyst's assistant working inside a Jupyter notebook.
@@ -46,9 +45,10 @@ def base_prompt(skills: Sequence[Skill] = (), *, rules: str = BASE_RULES) -> str
 
 
 def assemble_system_prompt(base: str, kept: Sequence[ContextItem]) -> str:
-    """``base``, then connector schemas under ``# Connectors``, then the rest as ``# Context``."""
-    schemas = [item for item in kept if item.source.startswith(SCHEMA_SOURCE_PREFIX)]
-    others = [item for item in kept if not item.source.startswith(SCHEMA_SOURCE_PREFIX)]
+    """``base``, then connector schemas (items of kind ``schema``) under ``# Connectors``, then
+    the rest as ``# Context``."""
+    schemas = [item for item in kept if item.kind == "schema"]
+    others = [item for item in kept if item.kind != "schema"]
     sections = [
         base,
         render_context(schemas, heading=CONNECTORS_HEADING),

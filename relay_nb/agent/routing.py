@@ -27,7 +27,7 @@ from relay_nb.errors import ConfigurationError
 from relay_nb.runtime.base import ModelRuntime
 from relay_nb.runtime.profiles import PROFILE_KINDS, runtime_from_profile
 
-__all__ = ["ModelRouter", "ModelSetting", "resolve_default_model"]
+__all__ = ["ModelRouter", "ModelSetting", "check_profile", "resolve_default_model"]
 
 ModelSetting = ModelRuntime | str | Callable[[str], ModelRuntime] | None
 _ROUTABLE_KINDS = ("anthropic", "claude-code")
@@ -69,7 +69,7 @@ class ModelRouter:
                 f"{type(model).__name__}"
             )
         if isinstance(model, str):
-            _check_profile(model)
+            check_profile(model)
         self._model = model
         self.routes = dict(routes or {})
         for tier in self.routes:
@@ -82,7 +82,7 @@ class ModelRouter:
         model = self._model
         if model is None:
             model = self._model = resolve_default_model()
-            _check_profile(model)
+            check_profile(model)
         if _is_runtime(model):
             return model  # type: ignore[return-value]
         if isinstance(model, str):
@@ -114,7 +114,7 @@ def _is_runtime(value: object) -> bool:
     return hasattr(value, "invoke") and hasattr(value, "capabilities")
 
 
-def _check_profile(profile: str) -> None:
+def check_profile(profile: str) -> None:
     if profile in _ROUTABLE_KINDS or ":" in profile:
         kind = profile.split(":", 1)[0]
         if kind in PROFILE_KINDS:

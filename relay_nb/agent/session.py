@@ -1,11 +1,12 @@
-"""``Session``: a conversation with connectors, skills, caps, history and a usage ledger.
+"""``Session``: the agent layer's engine behind ``Relay`` — one conversation's connectors,
+tools, skills, context sources, history, settings layers and accountant.
 
 ``run_turn`` answers one question; a session decides everything around it. Per question:
-which skills apply (tier → model through the router, their connectors → tools, their prompts
-→ the system prompt), what the conversation so far is (history with large results by
-reference, older turns compacted into a memory), what the session may still spend (per-turn
-and per-session caps), and where every model call is recorded (the ledger). The notebook
-facade (``Relay``, the ``%relay`` magic) is a thin layer over this class.
+which skills apply and what they ask for (a settings layer), which model answers (the merged
+``model`` and ``tier`` through a router), what the conversation so far is (history with large
+results by reference, older turns compacted into a memory), and who pays (the accountant:
+prices, caps, meters and the ledger for every call, compactions included). The public object
+is :class:`relay_nb.Relay`; this class is async only and has no notebook conveniences.
 
 Concurrency: questions asked through :meth:`ask_async` on one session run one at a time (a
 lock), since each builds on the previous one's history. :meth:`ask_many` runs *independent*
@@ -20,25 +21,25 @@ import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.batching import BatchGate
-from relay_nb.agent.caps import SpendMeter, UsageCaps, UsageLimit, plan_call
 from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
 from relay_nb.agent.events import Event
 from relay_nb.agent.history import History, digest
-from relay_nb.agent.ledger import LedgerRow, UsageLedger
 from relay_nb.agent.loop import TurnResult, run_turn
-from relay_nb.agent.pricing import PriceTable, price_usage, usage_with_estimates
 from relay_nb.agent.prompt import base_prompt
 from relay_nb.agent.routing import ModelRouter, ModelSetting
-from relay_nb.agent.skills import TIERS, Skill, SkillRegistry
+from relay_nb.agent.services import EventSink, TurnServices
+from relay_nb.agent.settings import TurnSettings, merge_settings, settings_layer, skill_layer
+from relay_nb.agent.skills import Skill, SkillRegistry
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, ConnectorRegistry
 from relay_nb.context import (
+    Budget,
     ConnectorDocumentsSource,
     ConnectorSchemaSource,
     ContextResolver,
@@ -50,7 +51,7 @@ from relay_nb.context.connector_documents import has_documents
 from relay_nb.errors import ConfigurationError, InvocationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
-from relay_nb.runtime.types import Message, Usage, estimate_request_tokens
+from relay_nb.runtime.types import Message, Usage
 from relay_nb.tools import Tool
 
 if TYPE_CHECKING:
@@ -60,78 +61,56 @@ __all__ = ["Session"]
 
 logger = logging.getLogger("relay_nb.agent")
 
-LedgerSetting = UsageLedger | str | Path | Literal[False] | None
 _MEMORY_WORDS = 250
 _INDEPENDENT: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "relay_nb_independent_question", default=False
 )
 """Set inside ask_many's turns: they must not see the conversation's memory either."""
 _NO_USAGE = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
-"""Zero, known: adding a turn with an unknown cost then makes the total unknown, as it is."""
 
 
 class Session:
     """One analyst's conversation; see the module docstring.
 
-    ``ledger=None`` records to the default SQLite file (``default_ledger_path()``), a path
-    or URL records there, ``False`` records nothing. ``caps`` applies to every turn,
-    ``session_caps`` to the session's running total. A connector's schema is re-read at the
-    start of the first turn after it is ``schema_ttl_s`` old (None: only on ``refresh``).
-    A model call failing with a retryable error (rate limit, overload, timeout, dropped
-    connection) is tried up to ``max_retries`` more times, waiting ``retry_base_s`` doubled
-    per attempt (or the provider's own retry-after hint) in between.
+    ``model`` is the session layer's model (``settings`` the rest of that layer: see
+    :mod:`relay_nb.agent.settings`); ``accountant`` prices, caps and records every call (a
+    fresh one records nothing). A connector's schema is re-read at the start of the first
+    turn after it is ``schema_ttl_s`` old (None: only on ``refresh``). Tool results longer
+    than ``inline_result_chars`` are kept by reference in the history; the last
+    ``keep_turns`` results are kept whole; ``compact_with_model=False`` folds old turns into
+    a deterministic digest instead of a model's summary.
     """
 
     def __init__(
         self,
         model: ModelSetting = None,
         *,
-        connectors: Iterable[Connector] = (),
-        tools: Iterable[Tool] = (),
-        skills: Iterable[Skill] = (),
-        sources: Iterable[ContextSource] = (),
-        routes: Mapping[str, str] | None = None,
-        caps: UsageCaps | None = None,
-        session_caps: UsageCaps | None = None,
+        settings: Mapping[str, Any] | None = None,
+        accountant: Accountant | None = None,
         approver: Approver | None = None,
-        ledger: LedgerSetting = None,
-        prices: PriceTable | None = None,
-        context_window: int = 200_000,
-        max_steps: int = 8,
-        max_output_tokens: int = 4096,
-        max_retries: int = 3,
-        retry_base_s: float = 0.5,
-        default_tier: str = "balanced",
+        routes: Mapping[str, str] | None = None,
         inline_result_chars: int = 2000,
         compact_with_model: bool = True,
         keep_turns: int = 100,
         charts: bool = True,
-        notebook: str | None = None,
-        session_id: str | None = None,
         schema_ttl_s: float | None = DEFAULT_SCHEMA_TTL_S,
+        connectors: Iterable[Connector] = (),
+        tools: Iterable[Tool] = (),
+        skills: Iterable[Skill] = (),
+        sources: Iterable[ContextSource] = (),
     ) -> None:
-        if default_tier not in TIERS:
-            raise ConfigurationError(f"default_tier must be one of {TIERS}, got {default_tier!r}")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ConfigurationError(f"max_retries must be 0 or more, got {max_retries!r}")
-        if isinstance(retry_base_s, bool) or not isinstance(retry_base_s, int | float):
-            raise ConfigurationError(f"retry_base_s must be seconds, got {retry_base_s!r}")
-        if not 0 <= retry_base_s <= 60:
-            raise ConfigurationError(f"retry_base_s must be 0 to 60 seconds, got {retry_base_s!r}")
-        self.id = session_id or uuid.uuid4().hex
-        self.router = ModelRouter(model, routes=routes)
-        self.caps = caps or UsageCaps()
-        self.session_caps = session_caps or UsageCaps()
+        session_layer = dict(settings or {})
+        if model is not None:
+            session_layer["model"] = model
+        self._layers: dict[str, dict[str, Any]] = {
+            "config": {},
+            "session": settings_layer(session_layer, where="session"),
+        }
+        self.routes = dict(routes or {})
+        self._routers: dict[object, ModelRouter] = {}
+        self._router(self._layers["session"].get("model"))  # a bad profile fails now
+        self.accountant = accountant or Accountant()
         self.approver = approver
-        self.ledger = _ledger(ledger)
-        self.prices = prices
-        self.budget = allocate_budget(context_window)
-        self.max_steps = max_steps
-        self.max_output_tokens = max_output_tokens
-        self.max_retries = max_retries
-        self.retry_base_s = float(retry_base_s)
-        self.default_tier = default_tier
-        self.notebook = notebook
         self.connectors = ConnectorRegistry(schema_ttl_s=schema_ttl_s)
         """Registered connectors by id (a read-only mapping; change it with add/remove)."""
         self.tools: dict[str, Tool] = {}
@@ -140,19 +119,15 @@ class Session:
         self.turns: list[TurnResult] = []
         """The last ``keep_turns`` results, with their DataFrames and events."""
         self.keep_turns = keep_turns
-        self.usage = _NO_USAGE
-        """Everything the session spent: its turns, ask_many runs and compactions."""
         self.compaction_usage = _NO_USAGE
         self.compact_with_model = compact_with_model
         self.resolver = ContextResolver(
             [RecentTurnsSource((), memory=self._memory, max_turns=0, name="memory")]
         )
-        self.artifacts = ResultStore()
-        """Recent tool artifacts by call id (what the ``chart`` tool draws from)."""
-        self._chart_tool = chart_tool(self.artifacts) if charts else None
-        self._routers: dict[object, ModelRouter] = {}
-        self._meter = SpendMeter()
-        """Live spending for the session cap, fed by every call as it is priced."""
+        self._results = ResultStore()
+        """Recent tool artifacts by call id, taken from ``tool_result`` events: what the
+        ``chart`` tool draws from."""
+        self._chart_tool = chart_tool(self._results) if charts else None
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         for connector in connectors:
             self.add_connector(connector)
@@ -168,6 +143,72 @@ class Session:
             f"<Session {self.id[:8]} connectors={list(self.connectors)} "
             f"skills={list(self.skills.names())} turns={len(self.turns)}>"
         )
+
+    @property
+    def id(self) -> str:
+        """The session's id: its ledger rows carry it."""
+        return self.accountant.session_id
+
+    @property
+    def usage(self) -> Usage:
+        """Everything the session spent: its turns, ask_many runs and compactions."""
+        return self.accountant.total
+
+    # -- settings ------------------------------------------------------------------------------
+
+    def configure(self, layer: str = "session", **values: Any) -> TurnSettings:
+        """Set values of the ``session`` (or ``config``) layer; returns what a question with
+        no options of its own now gets. ``None`` leaves a value as it is."""
+        if layer not in self._layers:
+            raise ConfigurationError(f"settings layer must be one of {list(self._layers)}")
+        checked = settings_layer(values, where=layer)
+        if "model" in checked:
+            self._router(checked["model"])  # an unknown profile fails here
+        self._layers[layer] = {**self._layers[layer], **checked}
+        return self.plan()[0]
+
+    @property
+    def settings(self) -> TurnSettings:
+        """What a question asked with no options gets (skills included)."""
+        return self.plan()[0]
+
+    @property
+    def budget(self) -> Budget:
+        """How the session's context window splits into system, context and history."""
+        return allocate_budget(self.settings.context_window)
+
+    def plan(
+        self, call: Mapping[str, Any] | None = None
+    ) -> tuple[TurnSettings, list[Skill], list[str]]:
+        """``(settings, active skills, connector ids)`` for one question asked with ``call``.
+
+        No skills named: every registered skill is active (none registered: every connector
+        is). The active skills' tier and step limit form the ``skill`` layer, between the
+        session's and the call's (see :mod:`relay_nb.agent.settings`).
+        """
+        call = settings_layer(call or {}, where="ask")
+        below = [("config", self._layers["config"]), ("session", self._layers["session"])]
+        chosen = merge_settings([*below, ("call", call)])
+        names = chosen.skills if chosen.skills is not None else self.skills.names()
+        active = [self.skills.get(name) for name in names]
+        if not active:
+            return chosen, [], list(self.connectors)
+        asked = skill_layer([s.tier for s in active], [s.max_steps for s in active])
+        settings = merge_settings([*below, ("skill", asked), ("call", call)])
+        connector_ids = list(dict.fromkeys(c for s in active for c in s.connectors))
+        return settings, active, connector_ids
+
+    def _router(self, model: ModelSetting) -> ModelRouter:
+        """The router for ``model`` (None: the default one), kept so its runtimes (clients)
+        are reused across questions."""
+        key = model if model is None or isinstance(model, str) else id(model)
+        if key not in self._routers:
+            self._routers[key] = ModelRouter(model, routes=self.routes)
+        return self._routers[key]
+
+    def runtime_for(self, settings: TurnSettings) -> ModelRuntime:
+        """The runtime that answers under ``settings`` (its model, routed by its tier)."""
+        return self._router(settings.model).runtime_for(settings.tier)
 
     # -- registration --------------------------------------------------------------------------
 
@@ -186,7 +227,7 @@ class Session:
         for tool in connector.tools():
             self._check_tool_name(tool.name, ignore=old)
         if old is not None:
-            self._remove_sources(connector.id)
+            self.resolver.remove_connector(connector.id)
         self.connectors.add(connector, replace=True)  # closes the one it replaces
         self.resolver.add(ConnectorSchemaSource(connector))
         if has_documents(connector):  # e.g. an MCP server's resources
@@ -196,18 +237,11 @@ class Session:
     def remove_connector(self, connector_id: str, *, close: bool = True) -> None:
         """Unregister (and by default close) a connector; skills that use it go too."""
         self.connectors.remove(connector_id, close=close)
-        self._remove_sources(connector_id)
+        self.resolver.remove_connector(connector_id)
         for name in [
             n for n in self.skills.names() if connector_id in self.skills.get(n).connectors
         ]:
             self.skills.remove(name)
-
-    def _remove_sources(self, connector_id: str) -> None:
-        """Drop the context sources registered for a connector (its schema, its documents)."""
-        registered = {source.name for source in self.resolver.sources}
-        for name in (f"schema:{connector_id}", f"documents:{connector_id}"):
-            if name in registered:
-                self.resolver.remove(name)
 
     def add_tool(self, tool: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
         """Register an extra tool (a ``Tool`` or a plain typed function); ``replace=True``
@@ -243,56 +277,44 @@ class Session:
 
     # -- asking --------------------------------------------------------------------------------
 
-    def ask(self, question: str, **options: Any) -> TurnResult:
-        """Synchronous :meth:`ask_async` for scripts (no event loop running in this thread)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.ask_async(question, **options))
-        raise ConfigurationError(
-            "Session.ask cannot block inside a running event loop; use "
-            "`await session.ask_async(...)` (in a notebook, the %relay magic handles this)"
-        )
-
     async def ask_async(
         self,
         question: str,
+        call: Mapping[str, Any] | None = None,
         *,
-        skills: str | Sequence[str] | None = None,
-        on_event: Callable[[Event], None] | None = None,
+        on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
-        caps: UsageCaps | None = None,
         approver: Approver | None = None,
-        model: ModelSetting = None,
-        max_steps: int | None = None,
     ) -> TurnResult:
         """Answer ``question`` in the context of this conversation; extends the history.
 
-        ``model`` (a profile, kind or runtime) and ``max_steps`` override the session's for
-        this question only.
+        ``call`` is the question's own settings layer (``{"max_steps": 4, "model": …}``);
+        ``approver`` replaces the session's for this question.
         """
         if not isinstance(question, str) or not question.strip():
             raise ConfigurationError("ask needs a non-empty question")
-        runtime = None
-        if model is not None:
-            runtime = self._override_router(model).runtime_for(self._plan(skills)[2])
+        planned = self.plan(call)  # a bad option or unknown skill fails before the lock
         async with self._turn_lock():
             result = await self._turn(
                 question,
-                skills=skills,
+                planned,
                 history=list(self.history.messages),
                 on_event=on_event,
                 abort=abort,
-                caps=caps,
                 approver=approver,
-                runtime=runtime,
-                max_steps=max_steps,
             )
             self._remember(result)
             await self._compact_if_needed()
             return result
 
-    async def stream(self, question: str, **options: Any) -> AsyncIterator[Event]:
+    async def stream(
+        self,
+        question: str,
+        call: Mapping[str, Any] | None = None,
+        *,
+        abort: AbortSignal | None = None,
+        approver: Approver | None = None,
+    ) -> AsyncIterator[Event]:
         """Events of one :meth:`ask_async` as an async iterator; ends after ``done``.
 
         The finished ``TurnResult`` is ``session.turns[-1]``. Closing the iterator early
@@ -300,9 +322,11 @@ class Session:
         cancels the turn, its running statements too, and leaves the history consistent.
         """
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        abort = options.pop("abort", None) or AbortSignal()
+        abort = abort or AbortSignal()
         task = asyncio.ensure_future(
-            self.ask_async(question, on_event=queue.put_nowait, abort=abort, **options)
+            self.ask_async(
+                question, call, on_event=queue.put_nowait, abort=abort, approver=approver
+            )
         )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
@@ -318,31 +342,31 @@ class Session:
     async def ask_many(
         self,
         questions: Sequence[str],
+        call: Mapping[str, Any] | None = None,
         *,
         concurrency: int = 4,
         batch: bool = False,
-        skills: str | Sequence[str] | None = None,
-        caps: UsageCaps | None = None,
         batch_timeout_s: float | None = None,
     ) -> list[TurnResult]:
         """Answer independent questions concurrently; results in question order.
 
         ``batch=True`` sends the model calls through the runtime's physical batch (the
         Message Batches API on Anthropic: half price, minutes to hours of latency) — for
-        offline evaluation runs. The history is neither read nor extended; usage is added
-        to the session total and the ledger.
+        offline evaluation runs. The history is neither read nor extended; every call goes
+        through the session's accountant (total, caps, ledger) like any other.
         """
-        if concurrency < 1:
-            raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigurationError(f"concurrency must be at least 1, got {concurrency!r}")
         if isinstance(questions, str):
             raise ConfigurationError("ask_many takes a list of questions; use ask() for one")
         questions = list(questions)
         blank = [i for i, q in enumerate(questions) if not isinstance(q, str) or not q.strip()]
         if blank:
             raise ConfigurationError(f"questions at positions {blank} are empty or not text")
+        planned = self.plan({**(call or {}), "batch": batch or None})
         gate = None
         if batch and questions:
-            runtime = self.router.runtime_for(self._plan(skills)[2])
+            runtime = self.runtime_for(planned[0])
             gate = BatchGate(runtime, active=len(questions), timeout=batch_timeout_s)
         limit = asyncio.Semaphore(len(questions) if gate is not None else concurrency)
 
@@ -350,19 +374,10 @@ class Session:
             _INDEPENDENT.set(True)  # this task only: the memory source reads it
             async with limit:
                 try:
-                    result = await self._turn(
-                        question,
-                        skills=skills,
-                        history=[],
-                        caps=caps,
-                        runtime=gate,
-                        batch=gate is not None,
-                    )
+                    return await self._turn(question, planned, history=[], runtime=gate)
                 finally:
                     if gate is not None:
                         gate.leave()
-                self.usage = self.usage + result.usage
-                return result
 
         tasks = [asyncio.ensure_future(one(q)) for q in questions]
         try:
@@ -391,38 +406,22 @@ class Session:
 
     def usage_report(self, by: Sequence[str] = ("day", "model", "notebook")) -> pd.DataFrame:
         """Calls, tokens and cost from the ledger, grouped by day/model/notebook."""
-        if self.ledger is None:
+        if self.accountant.ledger is None:
             raise ConfigurationError("this session keeps no ledger (ledger=False)")
-        return self.ledger.report(by)
+        return self.accountant.ledger.report(by)
 
     async def aclose(self) -> None:
         """Close connectors, runtimes and the ledger."""
         await self.resolver.aclose()
         self.connectors.close()
-        routers = [self.router, *self._routers.values()]
-        for runtime in [r for router in routers for r in router.runtimes()]:
+        for runtime in [r for router in self._routers.values() for r in router.runtimes()]:
             closer = getattr(runtime, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):
                     await closer()
-        if self.ledger is not None:
-            self.ledger.close()
+        self.accountant.close()
 
     # -- internals -----------------------------------------------------------------------------
-
-    def _plan(self, skills: str | Sequence[str] | None) -> tuple[list[Skill], list[str], str, int]:
-        """``(active skills, connector ids, tier, max_steps)`` for one question.
-
-        No skills named: every registered skill is active (none registered: every
-        connector). Tier and max_steps are the most demanding among the active skills.
-        """
-        names = [skills] if isinstance(skills, str) else list(skills or self.skills.names())
-        active = [self.skills.get(name) for name in names]
-        if not active:
-            return [], list(self.connectors), self.default_tier, self.max_steps
-        connector_ids = list(dict.fromkeys(c for s in active for c in s.connectors))
-        tier = max((s.tier for s in active), key=TIERS.index)
-        return active, connector_ids, tier, max(s.max_steps for s in active)
 
     def _tools_for(self, active: Sequence[Skill], connector_ids: Sequence[str]) -> list[Tool]:
         tools = [t for cid in connector_ids for t in self.connectors.tools(cid)]
@@ -433,17 +432,6 @@ class Session:
         if self._chart_tool is not None and connector_ids:
             tools.append(self._chart_tool)
         return tools
-
-    def _limits(self) -> list[UsageLimit]:
-        """The session cap on the live session meter (fed even while no cap is set)."""
-        return [UsageLimit(scope="session", caps=self.session_caps, meter=self._meter)]
-
-    def _override_router(self, model: ModelSetting) -> ModelRouter:
-        """A router for a per-question model, kept so its runtimes (clients) are reused."""
-        key = model if isinstance(model, str) else id(model)
-        if key not in self._routers:
-            self._routers[key] = ModelRouter(model, routes=self.router.routes)
-        return self._routers[key]
 
     def _memory(self) -> str | None:
         return None if _INDEPENDENT.get() else self.history.memory
@@ -456,46 +444,47 @@ class Session:
             self._lock = (loop, asyncio.Lock())
         return self._lock[1]
 
+    def _sink(self, on_event: EventSink | None) -> EventSink:
+        """Every event of a turn: result artifacts into the chart tool's store, then the
+        caller's sink."""
+
+        def sink(event: Event) -> None:
+            if event.type == "tool_result" and event.artifact is not None:
+                self._results[event.tool_call_id] = event.artifact
+            if on_event is not None:
+                on_event(event)
+
+        return sink
+
     async def _turn(
         self,
         question: str,
+        planned: tuple[TurnSettings, list[Skill], list[str]],
         *,
-        skills: str | Sequence[str] | None,
         history: list[Message],
-        on_event: Callable[[Event], None] | None = None,
+        on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
-        caps: UsageCaps | None = None,
         approver: Approver | None = None,
         runtime: ModelRuntime | None = None,
-        batch: bool = False,
-        max_steps: int | None = None,
     ) -> TurnResult:
-        active, connector_ids, tier, planned_steps = self._plan(skills)
+        settings, active, connector_ids = planned
         self.connectors.refresh_stale(connector_ids)  # drops expired schemas; reads nothing
+        services = TurnServices(
+            runtime=runtime or self.runtime_for(settings),
+            tools=self._tools_for(active, connector_ids),
+            resolver=self.resolver,
+            accountant=self.accountant,
+            approver=approver or self.approver,
+            on_event=self._sink(on_event),
+        )
         return await run_turn(
             question,
-            runtime=runtime or self.router.runtime_for(tier),
-            tools=self._tools_for(active, connector_ids),
-            system_prompt=base_prompt(active),
+            services,
+            settings,
             history=history,
-            resolver=self.resolver,
+            system_prompt=base_prompt(active),
             connector_ids=connector_ids,
-            context_window=self.budget.context_window,
-            max_steps=max_steps or planned_steps,
-            prices=self.prices,
-            ledger=self.ledger,
-            session_id=self.id,
-            notebook=self.notebook,
-            on_event=on_event,
-            max_output_tokens=self.max_output_tokens,
-            max_retries=self.max_retries,
-            retry_base_s=self.retry_base_s,
             abort=abort,
-            approver=approver or self.approver,
-            caps=caps or self.caps,
-            limits=self._limits(),
-            batch=batch,
-            results=self.artifacts,
         )
 
     def _remember(self, result: TurnResult) -> None:
@@ -503,7 +492,6 @@ class Session:
         self.turns.append(result)
         if len(self.turns) > self.keep_turns:  # old results and frames go; history stays
             del self.turns[: len(self.turns) - self.keep_turns]
-        self.usage = self.usage + result.usage
 
     async def _compact_if_needed(self) -> None:
         """Fold the oldest turns into the memory once the history outgrows its budget.
@@ -524,52 +512,29 @@ class Session:
         self.history.apply_compaction(older, memory)
 
     async def _model_summary(self, older: Sequence[Message]) -> str | None:
-        """The model's notes on ``older`` (fast tier), or None (then the digest is used)."""
+        """The model's notes on ``older`` (fast tier), or None (then the digest is used).
+
+        The summary is a model call like any other: the session cap holds (planned by the
+        accountant), and it is billed and recorded like a turn's call.
+        """
         request = self.history.compaction_request(older, _MEMORY_WORDS)
-        turn_id = f"compaction-{uuid.uuid4().hex[:12]}"
-        prices = self.prices or PriceTable.load()
+        accountant = self.accountant
+        limits = accountant.limits()
         try:
-            runtime = self.router.runtime_for("fast")
-            limits = [limit for limit in self._limits() if limit.caps.active]
-            if limits:  # the summary is a model call like any other: the session cap holds
-                model = getattr(runtime, "model", "") or ""
-                plan = plan_call(
-                    limits,
-                    prompt_tokens=estimate_request_tokens(request),
-                    max_output_tokens=request.max_output_tokens or _MEMORY_WORDS * 2,
-                    price=prices.price_for(model) if model else None,
-                )
-                if plan.stop_reason is not None:
-                    logger.info("history compaction used the digest: %s", plan.stop_reason)
-                    return None
+            runtime = self._router(self.settings.model).runtime_for("fast")
+            plan = accountant.plan(limits, request, runtime=runtime)
+            if plan.stop_reason is not None:
+                logger.info("history compaction used the digest: %s", plan.stop_reason)
+                return None
+            if plan.max_output_tokens != request.max_output_tokens:
                 request = request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
             result = await runtime.invoke(request)
         except (InvocationError, ConfigurationError) as exc:
             logger.info("history compaction fell back to the digest: %s", exc)
             return None
-        priced, _warnings = price_usage(usage_with_estimates(result, request), result.model, prices)
-        self._meter.add(priced)
-        self.usage = self.usage + priced
+        priced, _warnings = accountant.charge(result, request, limits=limits)
         self.compaction_usage = self.compaction_usage + priced
-        if self.ledger is not None:
-            with contextlib.suppress(Exception):
-                self.ledger.append(
-                    LedgerRow.from_result(
-                        result,
-                        session_id=self.id,
-                        turn_id=turn_id,
-                        step=0,
-                        notebook=self.notebook,
-                        usage=priced,
-                    )
-                )
+        turn_id = f"compaction-{uuid.uuid4().hex[:12]}"
+        await accountant.record(result, priced, turn_id=turn_id, step=0)
         text = result.output_text.strip()
         return text or None
-
-
-def _ledger(setting: LedgerSetting) -> UsageLedger | None:
-    if setting is False:
-        return None
-    if isinstance(setting, UsageLedger):
-        return setting
-    return UsageLedger(setting)

@@ -44,8 +44,11 @@ class Skill(BaseModel):
     connectors: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     """Tool names beyond the ones the skill's connectors contribute."""
-    tier: Tier = "balanced"
-    max_steps: int = Field(default=8, ge=1, le=50)
+    tier: Tier | None = None
+    """The tier this skill's questions need (None: the session's); with several skills
+    active, the most demanding one named wins."""
+    max_steps: int | None = Field(default=None, ge=1, le=50)
+    """Model steps this skill's questions may take (None: the session's)."""
     examples: tuple[str, ...] = ()
 
     @field_validator("description", "prompt")

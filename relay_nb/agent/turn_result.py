@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.agent.events import Event
+from relay_nb.agent.settings import TurnSettings
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.runtime.types import Message, ToolCall, Usage
 
@@ -39,6 +40,9 @@ class TurnResult(BaseModel):
     """This turn's messages — the question, the model's calls and replies, the tool results —
     in order, each call followed by its result; append them to the history for the next
     turn. (Not the whole conversation: a long session would keep one copy per turn.)"""
+    settings: TurnSettings = Field(default_factory=TurnSettings)
+    """What the turn was allowed to do, merged from its layers (``settings.origin(name)``
+    says which layer set a value)."""
 
     @property
     def artifacts(self) -> list[Any]:

@@ -16,6 +16,7 @@ from relay_nb.context.sources import (
 )
 from relay_nb.context.types import (
     ContextItem,
+    ContextKind,
     ContextRequest,
     ContextSource,
     DroppedItem,
@@ -33,6 +34,7 @@ __all__ = [
     "RecentTurnsSource",
     "SkillGuardrailsSource",
     "ContextItem",
+    "ContextKind",
     "ContextRequest",
     "ContextResolver",
     "ContextSource",

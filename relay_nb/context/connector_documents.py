@@ -59,6 +59,7 @@ class ConnectorDocumentsSource:
         chunk_chars: int = 800,
     ) -> None:
         self.connector = connector
+        self.connector_id = connector.id
         self.priority = priority
         self.top_k = top_k
         self.chunk_chars = chunk_chars
@@ -77,7 +78,8 @@ class ConnectorDocumentsSource:
         if not documents:
             return []
         items = await self._retriever(documents).fetch(request)
-        return [item.model_copy(update={"source": self.name}) for item in items]
+        update = {"source": self.name, "kind": "documents", "connector_id": self.connector.id}
+        return [item.model_copy(update=update) for item in items]
 
     def _retriever(self, documents: Sequence[ConnectorDocument]) -> NotesSource:
         """The chunk index, rebuilt only when the connector hands back a new list (it caches

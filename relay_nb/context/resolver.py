@@ -122,6 +122,15 @@ class ContextResolver:
         known = ", ".join(repr(s.name) for s in self._sources) or "none"
         raise ConfigurationError(f"no context source named {name!r} (registered: {known})")
 
+    def remove_connector(self, connector_id: str) -> None:
+        """Unregister every source that speaks for ``connector_id`` (its schema, its
+        documents); none is no error."""
+        self._sources = [
+            source
+            for source in self._sources
+            if getattr(source, "connector_id", None) != connector_id
+        ]
+
     # -- resolution -------------------------------------------------------------------------
 
     async def resolve(self, request: ContextRequest, budget: int | None = None) -> ResolvedContext:

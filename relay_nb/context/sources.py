@@ -66,7 +66,13 @@ class SkillGuardrailsSource:
 
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:
         return [
-            ContextItem(source=self.name, title=title, content=text, priority=self.priority)
+            ContextItem(
+                source=self.name,
+                title=title,
+                content=text,
+                priority=self.priority,
+                kind="guardrails",
+            )
             for title, text in self.rules.items()
             if text.strip()
         ]
@@ -87,6 +93,7 @@ class ConnectorSchemaSource:
         self, connector: Connector, *, priority: int = 70, max_tokens: int | None = None
     ) -> None:
         self.connector = connector
+        self.connector_id = connector.id
         self.priority = priority
         self.max_tokens = max_tokens
         self.name = f"schema:{connector.id}"
@@ -104,7 +111,15 @@ class ConnectorSchemaSource:
         text = await asyncio.to_thread(
             self.connector.prompt_context, max_tokens=limit, question=request.question
         )
-        return [ContextItem(source=self.name, content=text, priority=self.priority)]
+        return [
+            ContextItem(
+                source=self.name,
+                content=text,
+                priority=self.priority,
+                kind="schema",
+                connector_id=self.connector.id,
+            )
+        ]
 
 
 class DataFrameNamespaceSource:
@@ -155,6 +170,7 @@ class DataFrameNamespaceSource:
                     title=name,
                     content=self._summary(name, frame),
                     priority=self.mentioned_priority if mentioned else self.priority,
+                    kind="frames",
                 )
             )
         return items
@@ -201,12 +217,18 @@ class RecentTurnsSource:
         for age, (question, answer) in enumerate(reversed(recent)):
             priority = max(self.memory_priority + 1, self.priority - 2 * age)
             content = f"Q: {question}\nA: {answer}"
-            items.append(ContextItem(source=self.name, content=content, priority=priority))
+            items.append(
+                ContextItem(source=self.name, content=content, priority=priority, kind="turns")
+            )
         memory = self._memory() if callable(self._memory) else self._memory
         if memory:
             items.append(
                 ContextItem(
-                    source=self.name, title="memory", content=memory, priority=self.memory_priority
+                    source=self.name,
+                    title="memory",
+                    content=memory,
+                    priority=self.memory_priority,
+                    kind="memory",
                 )
             )
         return items
@@ -258,6 +280,7 @@ class NotesSource:
                     title=title,
                     content=chunk,
                     priority=max(10, min(49, self.priority - rank)),
+                    kind="notes",
                 )
             )
         return items

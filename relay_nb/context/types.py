@@ -15,6 +15,7 @@ from relay_nb.runtime.types import estimate_tokens
 
 __all__ = [
     "ContextItem",
+    "ContextKind",
     "ContextRequest",
     "ContextSource",
     "DroppedItem",
@@ -35,12 +36,23 @@ class ContextRequest(BaseModel):
     """Tokens the context may use; sources may use it to size what they return."""
 
 
+ContextKind = Literal[
+    "schema", "documents", "notes", "frames", "turns", "memory", "guardrails", "knowledge", "other"
+]
+"""What an item is, for whoever assembles the prompt: connector schemas go under
+``# Connectors``, everything else under ``# Context``. Set by the source that makes the item,
+so nothing downstream parses source names."""
+
+
 class ContextItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str
     content: str
     priority: int
+    kind: ContextKind = "other"
+    connector_id: str | None = None
+    """The connector the item describes (a schema, a connector's documents), if any."""
     token_estimate: int = Field(default=-1)
     """Negative means "not given": filled with chars/4 when the item is created."""
     title: str | None = None
@@ -56,8 +68,10 @@ class ContextItem(BaseModel):
 class ContextSource(Protocol):
     """Anything with a name, a priority and an async ``fetch``.
 
-    Optional attributes the resolver honours: ``timeout_s`` (float, default 2 s) and
-    ``async prewarm(request)`` (start slow work early, e.g. schema introspection).
+    Optional attributes the resolver honours: ``timeout_s`` (float, default 2 s),
+    ``async prewarm(request)`` (start slow work early, e.g. schema introspection) and
+    ``connector_id`` (the connector the source speaks for: removing the connector removes
+    the source).
     """
 
     name: str

@@ -84,7 +84,7 @@ last_year = shop.last_year
 
 # {model.comment}
 {model.code}
-relay = relay_nb.session(model=model{model.session_options})
+relay = relay_nb.default_relay(model=model{model.session_options})
 relay.connect("shop", shop.url, tables={list(DEMO_TABLES)!r}, description=shop.description)
 print(shop.summary())"""
     cells = [

@@ -14,8 +14,12 @@ The file is read at ``%load_ext relay_nb`` (from the working directory, or the p
         {"type": "websearch", "id": "web", "config": {"provider": "tavily"}}
       ],
       "skills": [{"name": "support", "prompt": "…", "connectors": ["shop", "billing"]}],
+      "settings": {"model": "anthropic", "max_steps": 6, "max_cost_usd": 0.25},
       "schema_ttl_s": 300
     }
+
+``settings`` is the ``config`` layer of the turn settings (:mod:`relay_nb.agent.settings`):
+below what ``Relay(...)``, a skill or a question says, above the defaults.
 
 Order of checks, so nothing half-applies: the JSON parses; no secret is written inline
 (:func:`~relay_nb.connectors.specs.check_no_inline_secrets`); every ``${VAR}`` is set (a
@@ -38,6 +42,8 @@ from urllib.parse import quote
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from relay_nb.agent.routing import check_profile
+from relay_nb.agent.settings import settings_layer
 from relay_nb.agent.skills import Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.specs import (
@@ -68,9 +74,9 @@ class SkillSpec(BaseModel):
         default=[], validation_alias=AliasChoices("connectors", "connectorIds")
     )
     tools: list[str] = []
-    tier: Tier = Field(default="balanced", validation_alias=AliasChoices("tier", "preferredTier"))
+    tier: Tier | None = Field(default=None, validation_alias=AliasChoices("tier", "preferredTier"))
     description: str | None = None
-    max_steps: int = 8
+    max_steps: int | None = None
     examples: list[str] = []
 
 
@@ -81,6 +87,9 @@ class RelayConfig(BaseModel):
 
     connectors: list[ConfigEntry] = []
     skills: list[SkillSpec] = []
+    settings: dict[str, Any] = {}
+    """The ``config`` settings layer, checked by :func:`settings_layer` (a model is a
+    profile string here)."""
     schema_ttl_s: float | None = None
     base_dir: Path | None = Field(default=None, exclude=True)
 
@@ -117,7 +126,13 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RelayConf
         config = RelayConfig.model_validate(substituted, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise ConfigurationError(_validation_message(label, exc)) from None
-    return config.model_copy(update={"base_dir": base_dir})
+    model = config.settings.get("model")
+    if model is not None:
+        if not isinstance(model, str):
+            raise ConfigurationError(f"{label}: settings.model must be a profile string")
+        check_profile(model)
+    checked = settings_layer(config.settings, where=f"{label}: settings")
+    return config.model_copy(update={"base_dir": base_dir, "settings": checked})
 
 
 def build_connectors(config: RelayConfig) -> list[Connector]:

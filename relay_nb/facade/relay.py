@@ -1,10 +1,15 @@
-"""``Relay``: the analyst's one object (DESIGN.md §2), a thin facade over ``Session``.
+"""``Relay``: the analyst's one conversation object (DESIGN.md §2).
 
-What it adds to a session is convenience for notebook cells: ``connect`` takes a URL or an
-engine, ``skill`` and ``tool`` register from keyword arguments (and redefine on a re-run cell
-instead of failing), and ``ask`` is synchronous — it works in a script and inside Jupyter's
-running loop alike (see :mod:`relay_nb.facade.loop_thread`), with Ctrl-C cancelling the turn
-cleanly. ``relay_nb.session()`` is the kernel's default instance, the one the magics use.
+Everything a notebook, a script or the ``%relay`` magic does goes through its public methods:
+``connect`` takes a URL, an engine or a DataFrame; ``skill`` and ``tool`` register from
+keyword arguments (and redefine on a re-run cell instead of failing); ``ask`` is synchronous
+— it works in a script and inside Jupyter's running loop alike (see
+:mod:`relay_nb.facade.loop_thread`), with Ctrl-C cancelling the turn cleanly — and takes every
+per-question option as a named, typed keyword. Behind it is the agent layer's engine
+(:class:`relay_nb.agent.session.Session`), which nothing above the facade touches.
+
+``relay_nb.default_relay()`` is the kernel's default instance, the one the magics use
+(``relay_nb.session()`` is its deprecated former name).
 """
 
 from __future__ import annotations
@@ -13,20 +18,29 @@ import atexit
 import contextlib
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.caps import UsageCaps
 from relay_nb.agent.events import Event
+from relay_nb.agent.ledger import UsageLedger
+from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.routing import ModelSetting
-from relay_nb.agent.session import LedgerSetting, Session
+from relay_nb.agent.services import EventSink
+from relay_nb.agent.session import Session
+from relay_nb.agent.settings import Approval, TurnSettings
 from relay_nb.agent.skills import Skill, Tier
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
+from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S
+from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.config import RelayConfig, build_connectors, load_config
 from relay_nb.facade.loop_thread import run_sync
@@ -38,10 +52,20 @@ from relay_nb.tools import Tool
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Relay", "Turn", "session"]
+__all__ = [
+    "LedgerSetting",
+    "Relay",
+    "Turn",
+    "default_relay",
+    "existing_default_relay",
+    "session",
+]
 
 Turn = TurnResult
 """DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
+
+LedgerSetting = UsageLedger | str | os.PathLike[str] | Literal[False] | None
+"""None: the default file (``$RELAY_DATA_DIR/usage.sqlite``); a path or URL; False: none."""
 
 _open: weakref.WeakSet[Relay] = weakref.WeakSet()
 """Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
@@ -53,40 +77,86 @@ class Relay:
     ``model``: a profile (``"anthropic:claude-sonnet-4-6"``), a kind routed by tier
     (``"anthropic"``, ``"claude-code"``), a runtime object, or None for the first of
     ``RELAY_MODEL`` / ``ANTHROPIC_API_KEY`` / a ``claude`` CLI on PATH.
-    ``max_cost_usd`` / ``max_tokens`` cap each turn; ``session_max_cost_usd`` /
-    ``session_max_tokens`` cap the running total. Other keywords go to :class:`Session`.
+
+    The turn settings (``max_steps``, ``max_cost_usd`` and ``max_tokens`` per turn,
+    ``max_output_tokens`` per call, ``approval``, ``tier``, ``context_window``,
+    ``max_retries``, ``retry_base_s``) are this session's defaults: a skill's own values and
+    a question's keywords win over them (see :mod:`relay_nb.agent.settings`);
+    :meth:`configure` changes them later. ``session_max_cost_usd`` / ``session_max_tokens``
+    cap the running total. ``ledger``: None records every model call to the default file,
+    a path or URL there, False nowhere; ``prices`` replaces the packaged price table;
+    ``notebook`` and ``session_id`` label the ledger rows. ``config`` loads a
+    ``relay.config.json`` (or a mapping) at once.
     """
 
     def __init__(
         self,
         model: ModelSetting = None,
         *,
+        max_steps: int | None = None,
         max_cost_usd: float | None = None,
         max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        approval: Approval | None = None,
+        tier: Tier | None = None,
+        context_window: int | None = None,
+        max_retries: int | None = None,
+        retry_base_s: float | None = None,
         session_max_cost_usd: float | None = None,
         session_max_tokens: int | None = None,
         approver: Approver | None = None,
         ledger: LedgerSetting = None,
+        prices: PriceTable | None = None,
         routes: Mapping[str, str] | None = None,
         notebook: str | None = None,
+        session_id: str | None = None,
         config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-        **options: Any,
+        schema_ttl_s: float | None = DEFAULT_SCHEMA_TTL_S,
+        inline_result_chars: int = 2000,
+        compact_with_model: bool = True,
+        keep_turns: int = 100,
+        charts: bool = True,
     ) -> None:
         loaded = load_config(config) if config is not None else None
         if loaded is not None and loaded.schema_ttl_s is not None:
-            options.setdefault("schema_ttl_s", loaded.schema_ttl_s)
-        self.session = Session(
-            model,
-            caps=UsageCaps(max_cost_usd=max_cost_usd, max_tokens=max_tokens),
-            session_caps=UsageCaps(
-                max_cost_usd=session_max_cost_usd, max_tokens=session_max_tokens
-            ),
-            approver=approver,
-            ledger=ledger,
-            routes=routes,
+            schema_ttl_s = loaded.schema_ttl_s
+        try:
+            caps = UsageCaps(max_cost_usd=session_max_cost_usd, max_tokens=session_max_tokens)
+        except ValidationError as exc:
+            raise ConfigurationError(f"session caps: {_first_problem(exc)}") from None
+        accountant = Accountant(
+            prices=prices,
+            ledger=_ledger(ledger),
+            caps=caps,
+            session_id=session_id,
             notebook=notebook,
-            **options,
         )
+        try:
+            self._engine = Session(
+                model,
+                settings={
+                    "max_steps": max_steps,
+                    "max_cost_usd": max_cost_usd,
+                    "max_tokens": max_tokens,
+                    "max_output_tokens": max_output_tokens,
+                    "approval": approval,
+                    "tier": tier,
+                    "context_window": context_window,
+                    "max_retries": max_retries,
+                    "retry_base_s": retry_base_s,
+                },
+                accountant=accountant,
+                approver=approver,
+                routes=routes,
+                inline_result_chars=inline_result_chars,
+                compact_with_model=compact_with_model,
+                keep_turns=keep_turns,
+                charts=charts,
+                schema_ttl_s=schema_ttl_s,
+            )
+        except BaseException:
+            accountant.close()
+            raise
         _open.add(self)
         if loaded is not None:
             try:
@@ -96,12 +166,17 @@ class Relay:
                 raise
 
     def __repr__(self) -> str:
-        s = self.session
+        s = self._engine
         cost = "unknown" if s.usage.cost_usd is None else f"${s.usage.cost_usd:.4f}"
         return (
             f"<Relay connectors={list(s.connectors)} skills={list(s.skills.names())} "
             f"turns={len(s.turns)} spent={cost}>"
         )
+
+    @property
+    def id(self) -> str:
+        """This conversation's id (its ledger rows carry it)."""
+        return self._engine.id
 
     # -- data -----------------------------------------------------------------------------------
 
@@ -132,20 +207,20 @@ class Relay:
         """
         connector = connector_for(connector_id, target, options)
         try:
-            return self.session.add_connector(connector, replace=True)
+            return self._engine.add_connector(connector, replace=True)
         except BaseException:
             built_here = connector is not target
-            if built_here and connector is not self.session.connectors.get(connector_id):
+            if built_here and connector is not self._engine.connectors.get(connector_id):
                 connector.close()
             raise
 
     def disconnect(self, connector_id: str) -> None:
         """Close and forget a connector (skills that use it are removed too)."""
-        self.session.remove_connector(connector_id)
+        self._engine.remove_connector(connector_id)
 
     @property
     def connectors(self) -> dict[str, Connector]:
-        return dict(self.session.connectors)
+        return dict(self._engine.connectors)
 
     def connector_status(self) -> pd.DataFrame:
         """One row per connector: id, type, target (passwords masked), what it holds
@@ -160,14 +235,24 @@ class Relay:
                 "objects": ", ".join(s.objects),
                 "status": s.status,
             }
-            for s in self.session.connectors.statuses()
+            for s in self._engine.connectors.statuses()
         ]
         return pd.DataFrame(rows, columns=["id", "type", "target", "objects", "status"])
+
+    @property
+    def schema_ttl_s(self) -> float | None:
+        """Seconds after which a connector's schema is re-read before the next question
+        (None: only on :meth:`refresh`)."""
+        return self._engine.connectors.schema_ttl_s
+
+    @schema_ttl_s.setter
+    def schema_ttl_s(self, seconds: float | None) -> None:
+        self._engine.connectors.schema_ttl_s = seconds
 
     def refresh(self, connector_id: str | None = None) -> dict[str, str]:
         """Re-read one connector's schema (or every one's) now: ``{id: "ok" | "error: …"}``.
         Naming one raises its error; refreshing all goes on past a failing system."""
-        return self.session.connectors.refresh(connector_id)
+        return self._engine.connectors.refresh(connector_id)
 
     def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any]) -> list[str]:
         """Register the connectors and skills of a ``relay.config.json`` (or a mapping);
@@ -178,7 +263,7 @@ class Relay:
         """Everything that can fail is checked before the session changes: the skills, the
         connectors (built, closed again on any failure) and their tool names."""
         skills = [_build_skill(**spec.model_dump()) for spec in config.skills]
-        known = set(self.session.connectors) | {spec.id for spec in config.connectors}
+        known = set(self._engine.connectors) | {spec.id for spec in config.connectors}
         for skill in skills:
             missing = [c for c in skill.connectors if c not in known]
             if missing:
@@ -186,7 +271,7 @@ class Relay:
                     f"skill {skill.name!r} names connector(s) {missing} that neither the config "
                     'nor the session has; add them under "connectors" or fix the ids'
                 )
-            unknown = [t for t in skill.tools if t not in self.session.tools]
+            unknown = [t for t in skill.tools if t not in self._engine.tools]
             if unknown:
                 raise ConfigurationError(
                     f"skill {skill.name!r} names tool(s) {unknown} that are not registered; "
@@ -196,22 +281,24 @@ class Relay:
         try:
             self._check_new_tool_names(connectors)
             for connector in connectors:
-                self.session.add_connector(connector, replace=True)
+                self._engine.add_connector(connector, replace=True)
         except BaseException:
             for connector in connectors:
-                if self.session.connectors.get(connector.id) is not connector:
+                if self._engine.connectors.get(connector.id) is not connector:
                     connector.close()
             raise
         for skill in skills:
-            self.session.add_skill(skill, replace=True)
+            self._engine.add_skill(skill, replace=True)
+        if config.settings:
+            self._engine.configure("config", **config.settings)
         if "schema_ttl_s" in config.model_fields_set:
-            self.session.connectors.schema_ttl_s = config.schema_ttl_s
+            self._engine.connectors.schema_ttl_s = config.schema_ttl_s
         return [c.id for c in connectors]
 
     def _check_new_tool_names(self, connectors: Sequence[Connector]) -> None:
         """Tool names of ``connectors`` clash neither among themselves nor with what stays
         registered (the connectors they replace go, so their names are free)."""
-        taken = self.session.taken_tool_names(except_connectors={c.id for c in connectors})
+        taken = self._engine.taken_tool_names(except_connectors={c.id for c in connectors})
         for connector in connectors:
             for tool in connector.tools():
                 if tool.name in taken:
@@ -221,7 +308,7 @@ class Relay:
                     )
                 taken.add(tool.name)
 
-    # -- skills and tools -----------------------------------------------------------------------
+    # -- skills, tools and context -------------------------------------------------------------
 
     def skill(
         self,
@@ -230,12 +317,15 @@ class Relay:
         prompt: str,
         connectors: Sequence[str] = (),
         tools: Sequence[str] = (),
-        tier: Tier = "balanced",
+        tier: Tier | None = None,
         description: str | None = None,
-        max_steps: int = 8,
+        max_steps: int | None = None,
         examples: Sequence[str] = (),
     ) -> Skill:
-        """Register (or, from a re-run cell, redefine) a skill; unknown names are an error."""
+        """Register (or, from a re-run cell, redefine) a skill; unknown names are an error.
+
+        ``tier`` and ``max_steps`` left out: the session's apply when the skill is active.
+        """
         skill = _build_skill(
             name,
             prompt=prompt,
@@ -246,71 +336,286 @@ class Relay:
             max_steps=max_steps,
             examples=examples,
         )
-        return self.session.add_skill(skill, replace=True)
+        return self._engine.add_skill(skill, replace=True)
+
+    @property
+    def skills(self) -> dict[str, Skill]:
+        """The registered skills by name."""
+        registry = self._engine.skills
+        return {name: registry.get(name) for name in registry.names()}
 
     def tool(self, function: Callable[..., Any] | Tool | None = None, **options: Any) -> Any:
         """Register a tool; also a decorator: ``@relay.tool`` or
-        ``@relay.tool(requires_approval=True)``. A re-run cell redefines it."""
+        ``@relay.tool(requires_approval=True)`` (``options`` are ``Tool.from_function``'s:
+        ``name``, ``description``, ``requires_approval``, ``timeout_s``). A re-run cell
+        redefines it."""
 
         def register(target: Callable[..., Any] | Tool) -> Callable[..., Any] | Tool:
             tool = target if isinstance(target, Tool) else Tool.from_function(target, **options)
-            self.session.add_tool(tool, replace=True)
+            self._engine.add_tool(tool, replace=True)
             return target
 
         return register if function is None else register(function)
 
-    # -- asking ---------------------------------------------------------------------------------
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The tools registered with :meth:`tool` (connectors' own tools are theirs)."""
+        return dict(self._engine.tools)
 
-    def ask(self, question: str, **options: Any) -> TurnResult:
-        """Answer ``question`` (blocking). Works in scripts and in a running notebook loop;
-        Ctrl-C / interrupting the kernel cancels the turn, its running query included."""
-        abort = options.pop("abort", None) or AbortSignal()
-        return run_sync(
-            self.session.ask_async(question, abort=abort, **options),
-            on_interrupt=lambda: abort.abort("interrupted"),
+    def add_source(self, source: ContextSource, *, replace: bool = False) -> None:
+        """Add a context source (a glossary, a notebook's DataFrames …) that every question's
+        prompt draws from; ``replace=True`` swaps one registered under the same name (a
+        re-run cell)."""
+        resolver = self._engine.resolver
+        if replace and self.has_source(source.name):
+            resolver.remove(source.name)
+        resolver.add(source)
+
+    def has_source(self, name: str) -> bool:
+        """Whether a context source called ``name`` is registered."""
+        return any(source.name == name for source in self._engine.resolver.sources)
+
+    def remove_source(self, name: str) -> None:
+        """Forget the context source called ``name``."""
+        self._engine.resolver.remove(name)
+
+    # -- settings -------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> TurnSettings:
+        """What a question asked with no options gets (``settings.origin("max_steps")``
+        says which layer set a value)."""
+        return self._engine.settings
+
+    def configure(
+        self,
+        *,
+        model: ModelSetting = None,
+        skill: str | Sequence[str] | None = None,
+        tier: Tier | None = None,
+        max_steps: int | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        approval: Approval | None = None,
+        context_window: int | None = None,
+        max_retries: int | None = None,
+        retry_base_s: float | None = None,
+    ) -> TurnSettings:
+        """Change this session's defaults (the ``session`` layer); an option left out (None)
+        keeps its value. Returns the settings a question now gets."""
+        return self._engine.configure(
+            model=model,
+            skills=skill,
+            tier=tier,
+            max_steps=max_steps,
+            max_cost_usd=max_cost_usd,
+            max_tokens=max_tokens,
+            max_output_tokens=max_output_tokens,
+            approval=approval,
+            context_window=context_window,
+            max_retries=max_retries,
+            retry_base_s=retry_base_s,
         )
 
-    async def ask_async(self, question: str, **options: Any) -> TurnResult:
-        """``await relay.ask_async(...)``: the same turn, on the caller's loop."""
-        return await self.session.ask_async(question, **options)
+    # -- asking ---------------------------------------------------------------------------------
 
-    def ask_many(self, questions: Sequence[str], **options: Any) -> list[TurnResult]:
-        """Independent questions, answered concurrently (see ``Session.ask_many``)."""
-        return run_sync(self.session.ask_many(questions, **options))
+    def ask(
+        self,
+        question: str,
+        *,
+        model: ModelSetting = None,
+        skill: str | Sequence[str] | None = None,
+        max_steps: int | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        approval: Approval | None = None,
+        approver: Approver | None = None,
+        on_event: EventSink | None = None,
+        abort: AbortSignal | None = None,
+    ) -> TurnResult:
+        """Answer ``question`` (blocking). Works in scripts and in a running notebook loop;
+        Ctrl-C / interrupting the kernel cancels the turn, its running query included.
 
-    async def ask_many_async(self, questions: Sequence[str], **options: Any) -> list[TurnResult]:
-        return await self.session.ask_many(questions, **options)
+        For this question only: ``model`` (a profile, kind or runtime), ``skill`` (a skill's
+        name or several; None: every registered one), ``max_steps``, ``max_cost_usd`` and
+        ``max_tokens`` (this turn's caps), ``max_output_tokens`` (per model call),
+        ``approval`` ("ask", "allow", "deny") and ``approver`` (who is asked). ``on_event``
+        sees every event as it happens; ``abort`` stops the turn from another thread.
+        """
+        abort = abort or AbortSignal()
+        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        coroutine = self._engine.ask_async(
+            question,
+            {**call, "approval": approval},
+            on_event=on_event,
+            abort=abort,
+            approver=approver,
+        )
+        return run_sync(coroutine, on_interrupt=lambda: abort.abort("interrupted"))
 
-    def stream(self, question: str, **options: Any) -> AsyncIterator[Event]:
-        """``async for event in relay.stream(q)``: the turn's events as they happen."""
-        return self.session.stream(question, **options)
+    async def ask_async(
+        self,
+        question: str,
+        *,
+        model: ModelSetting = None,
+        skill: str | Sequence[str] | None = None,
+        max_steps: int | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        approval: Approval | None = None,
+        approver: Approver | None = None,
+        on_event: EventSink | None = None,
+        abort: AbortSignal | None = None,
+    ) -> TurnResult:
+        """``await relay.ask_async(...)``: the same turn as :meth:`ask`, on the caller's loop."""
+        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        return await self._engine.ask_async(
+            question,
+            {**call, "approval": approval},
+            on_event=on_event,
+            abort=abort,
+            approver=approver,
+        )
+
+    def stream(
+        self,
+        question: str,
+        *,
+        model: ModelSetting = None,
+        skill: str | Sequence[str] | None = None,
+        max_steps: int | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        approval: Approval | None = None,
+        approver: Approver | None = None,
+        abort: AbortSignal | None = None,
+    ) -> AsyncIterator[Event]:
+        """``async for event in relay.stream(q)``: the turn's events as they happen (options
+        as for :meth:`ask`); the finished turn is ``relay.turns[-1]``. Leaving the loop early
+        cancels the turn."""
+        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        return self._engine.stream(
+            question, {**call, "approval": approval}, abort=abort, approver=approver
+        )
+
+    def ask_many(
+        self,
+        questions: Sequence[str],
+        *,
+        concurrency: int = 4,
+        batch: bool = False,
+        batch_timeout_s: float | None = None,
+        model: ModelSetting = None,
+        skill: str | Sequence[str] | None = None,
+        max_steps: int | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+    ) -> list[TurnResult]:
+        """Independent questions, answered concurrently (at most ``concurrency`` at once),
+        results in question order; neither reads nor extends the conversation.
+        ``batch=True`` sends the calls through the runtime's physical batch at the batch
+        price (minutes to hours; ``batch_timeout_s`` bounds the wait). Caps apply per turn;
+        the session's cap holds across all of them."""
+        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        return run_sync(
+            self._engine.ask_many(
+                questions,
+                call,
+                concurrency=concurrency,
+                batch=batch,
+                batch_timeout_s=batch_timeout_s,
+            )
+        )
+
+    async def ask_many_async(
+        self,
+        questions: Sequence[str],
+        *,
+        concurrency: int = 4,
+        batch: bool = False,
+        batch_timeout_s: float | None = None,
+        model: ModelSetting = None,
+        skill: str | Sequence[str] | None = None,
+        max_steps: int | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+    ) -> list[TurnResult]:
+        """``await relay.ask_many_async(...)``: :meth:`ask_many` on the caller's loop."""
+        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        return await self._engine.ask_many(
+            questions, call, concurrency=concurrency, batch=batch, batch_timeout_s=batch_timeout_s
+        )
 
     # -- state ----------------------------------------------------------------------------------
 
     @property
     def usage(self) -> Usage:
         """Session totals: tokens and dollars over every turn and compaction."""
-        return self.session.usage
+        return self._engine.usage
 
     @property
     def history(self) -> list[Message]:
         """The conversation the next question builds on (large results by reference)."""
-        return list(self.session.history.messages)
+        return list(self._engine.history.messages)
 
     @property
     def turns(self) -> list[TurnResult]:
-        return list(self.session.turns)
+        return list(self._engine.turns)
 
     def reset(self) -> None:
         """Forget the conversation; connectors, skills and usage totals stay."""
-        self.session.reset()
+        self._engine.reset()
 
     def usage_report(self, by: Sequence[str] = ("day", "model", "notebook")) -> pd.DataFrame:
-        return self.session.usage_report(by)
+        """Calls, tokens and cost from the ledger, grouped by ``by`` (day, model, notebook,
+        provider, session_id, turn_id, finish_reason)."""
+        return self._engine.usage_report(by)
 
     def close(self) -> None:
         """Close connectors, model clients and the ledger."""
-        run_sync(self.session.aclose())
+        run_sync(self._engine.aclose())
+
+    async def aclose(self) -> None:
+        """``await relay.aclose()``: :meth:`close` on the caller's loop."""
+        await self._engine.aclose()
+
+
+def _call_layer(
+    model: ModelSetting,
+    skill: str | Sequence[str] | None,
+    max_steps: int | None,
+    max_cost_usd: float | None,
+    max_tokens: int | None,
+    max_output_tokens: int | None,
+) -> dict[str, Any]:
+    """One question's settings layer (None: not set; checked by the engine)."""
+    return {
+        "model": model,
+        "skills": skill,
+        "max_steps": max_steps,
+        "max_cost_usd": max_cost_usd,
+        "max_tokens": max_tokens,
+        "max_output_tokens": max_output_tokens,
+    }
+
+
+def _ledger(setting: LedgerSetting) -> UsageLedger | None:
+    if setting is False:
+        return None
+    if isinstance(setting, UsageLedger):
+        return setting
+    return UsageLedger(setting if setting is None or isinstance(setting, str) else Path(setting))
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
 
 
 def _build_skill(
@@ -319,9 +624,9 @@ def _build_skill(
     prompt: str,
     connectors: Sequence[str] = (),
     tools: Sequence[str] = (),
-    tier: Tier = "balanced",
+    tier: Tier | None = None,
     description: str | None = None,
-    max_steps: int = 8,
+    max_steps: int | None = None,
     examples: Sequence[str] = (),
 ) -> Skill:
     """A checked ``Skill``; a bad field is a one-line ConfigurationError, not a traceback."""
@@ -349,25 +654,43 @@ def _close_all_at_exit() -> None:
     """Kernel shutdown: close every live session's connectors (pools, clients, sockets)."""
     for relay in list(_open):
         with contextlib.suppress(Exception):
-            relay.session.connectors.close()
+            relay._engine.connectors.close()
 
 
 _default: Relay | None = None
 _default_guard = threading.Lock()
 
 
-def session(**options: Any) -> Relay:
-    """The kernel's default ``Relay`` (the one ``%relay`` uses), created on first call.
+def default_relay(model: ModelSetting = None, **options: Any) -> Relay:
+    """The kernel's default ``Relay`` (the one ``%relay`` uses), created on first call with
+    ``model`` and ``options`` (``Relay``'s keywords).
 
-    Options apply when it is created; to change them later, build a ``Relay`` yourself.
+    Options apply when it is created; to change them later, use ``relay.configure(...)``
+    or build a ``Relay`` yourself.
     """
     global _default
     with _default_guard:
         if _default is None:
-            _default = Relay(**options)
-        elif options:
+            _default = Relay(model, **options)
+        elif model is not None or options:
             raise ConfigurationError(
-                "the default session already exists; options apply only when it is created "
-                "(build your own Relay(...) for different ones)"
+                "the default relay already exists; options apply only when it is created "
+                "(relay.configure(...) changes its settings; build your own Relay(...) for "
+                "different ones)"
             )
         return _default
+
+
+def existing_default_relay() -> Relay | None:
+    """The kernel's default ``Relay`` if one was created, else None (nothing is built)."""
+    return _default
+
+
+def session(**options: Any) -> Relay:
+    """Deprecated: the former name of :func:`default_relay` (it returns the same object)."""
+    warnings.warn(
+        "relay_nb.session() is now relay_nb.default_relay(); the old name goes in a later release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return default_relay(**options)

@@ -23,7 +23,7 @@ import html
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from relay_nb.agent.events import Event
@@ -53,13 +53,10 @@ class LiveTurnView:
         max_rows: int,
         session_usage: Usage,
         model_label: str = "",
-        artifacts: Mapping[str, Any] | None = None,
     ) -> None:
         import ipywidgets as widgets
 
         self._widgets = widgets
-        self.artifacts = artifacts if artifacts is not None else {}
-        """Tool artifacts by call id (the session's store): result frames to page through."""
         self.question = question
         self.max_rows = max_rows
         self.session_before = session_usage
@@ -218,7 +215,7 @@ class LiveTurnView:
         label = f"{verdict} · {outcome}" if verdict else outcome
         panel.set_title(0, f"[{index}] {event.name} · {label}")
         (box,) = panel.children
-        artifact = self.artifacts.get(event.tool_call_id)
+        artifact = event.artifact  # the result itself, carried by the event
         frame, png = getattr(artifact, "df", None), getattr(artifact, "png", None)
         if event.is_error or (frame is None and png is None):
             shown = html.escape(event.output[:_MAX_PREVIEW_CHARS])

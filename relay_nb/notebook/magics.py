@@ -3,7 +3,8 @@
 Layout, after JupySQL: the magic parses its line into a :class:`Command` (options first, each
 starting with ``--``, then the question as raw text, so apostrophes and SQL-looking words in a
 question are never mistaken for syntax), and runs it against the kernel's default ``Relay``
-(``relay_nb.session()``). Settings are traitlets: ``%config RelayMagics.max_cost_usd = 0.5``.
+(``relay_nb.default_relay()``), through its public methods only. Settings are traitlets:
+``%config RelayMagics.max_cost_usd = 0.5``.
 
 Errors are raised, so "Run All" and nbval stop at the failing cell, but shown short: a usage
 mistake as IPython's ``UsageError``, anything else relay_nb reports as one line (no
@@ -22,12 +23,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
-from relay_nb.agent.approval import Approver, approve_all
-from relay_nb.agent.caps import UsageCaps
+from relay_nb.agent.approval import Approver
 from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import ConfigurationError, RelayError
-from relay_nb.facade.relay import Relay
+from relay_nb.facade.relay import Relay, default_relay, existing_default_relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
@@ -238,16 +238,12 @@ class RelayMagics(Magics):
 
     def _session(self) -> Relay:
         """The kernel's default Relay, created with this magic's settings on first use."""
-        from relay_nb.facade import relay as facade
-
-        if facade._default is None:
-            relay = facade.session(model=self.model, notebook=_notebook_name())
-        else:
-            relay = facade.session()
-        resolver = relay.session.resolver
-        if not any(source.name == NAMESPACE_SOURCE for source in resolver.sources):
+        relay = existing_default_relay() or default_relay(
+            model=self.model, notebook=_notebook_name()
+        )
+        if not relay.has_source(NAMESPACE_SOURCE):
             # the notebook's DataFrames (e.g. one kept with --out) are context the model sees
-            resolver.add(
+            relay.add_source(
                 DataFrameNamespaceSource(lambda: self.shell.user_ns, name=NAMESPACE_SOURCE)
             )
         return relay
@@ -260,35 +256,31 @@ class RelayMagics(Magics):
         relay = self._session()
         options = command.options
         question = interpolate(command.question, self.shell.user_ns)
-        if not relay.connectors and not relay.session.tools:
+        if not relay.connectors and not relay.tools:
             raise RelayCellError(
                 "no data is connected; connect some first: %relay --connect NAME URL, or "
-                "relay_nb.session().connect(NAME, URL_OR_ENGINE)"
+                "relay_nb.default_relay().connect(NAME, URL_OR_ENGINE)"
             )
         cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
         view = None
         if self.widgets:
-            view = LiveTurnView(
-                question,
-                max_rows=self.display_rows,
-                session_usage=relay.usage,
-                artifacts=relay.session.artifacts,
-            )
+            view = LiveTurnView(question, max_rows=self.display_rows, session_usage=relay.usage)
             view.show()
-        turns_before = len(relay.session.turns)
+        turns_before = len(relay.turns)
         try:
             turn = relay.ask(
                 question,
-                skills=options.get("skill"),
+                skill=options.get("skill"),
                 model=options.get("model"),
                 max_steps=int(options["max-steps"]) if "max-steps" in options else None,
-                caps=UsageCaps(max_cost_usd=cap) if cap is not None else None,
+                max_cost_usd=cap,
+                approval=self.approval,
                 approver=self._approver(view),
                 on_event=view.on_event if view is not None else None,
             )
         except BaseException:
             if view is not None:  # Ctrl-C: show the cancelled turn's trace, if it was kept
-                turns = relay.session.turns
+                turns = relay.turns
                 if len(turns) > turns_before:
                     view.finish(turns[-1])
                 else:
@@ -407,11 +399,10 @@ class RelayMagics(Magics):
         print("conversation reset (connectors, skills and usage totals kept)")
 
     def _approver(self, view: LiveTurnView | None) -> Approver | None:
-        """allow / deny as set; ask: buttons in the live view when a click can reach this
-        cell while it waits (see relay_nb.notebook.approval), else an input() prompt."""
-        if self.approval == "allow":
-            return approve_all
-        if self.approval == "deny":
+        """Who is asked when ``approval`` is "ask" (the turn's settings decide "allow" and
+        "deny"): buttons in the live view when a click can reach this cell while it waits
+        (see relay_nb.notebook.approval), else an input() prompt."""
+        if self.approval != "ask":
             return None
         if view is not None and buttons_unavailable_reason() is None:
             return ButtonApprover(view, timeout_s=self.approval_timeout_s)

@@ -231,6 +231,9 @@ class Usage(_Model):
     total_tokens: int | None = Field(default=None, ge=0)
     cache_read_tokens: int | None = Field(default=None, ge=0)
     cache_write_tokens: int | None = Field(default=None, ge=0)
+    cache_write_1h_tokens: int | None = Field(default=None, ge=0)
+    """Of ``cache_write_tokens``, those written with the 1-hour TTL (priced higher); the
+    rest are 5-minute writes. None: the provider did not say (all count as 5-minute)."""
     cost_usd: float | None = Field(default=None, ge=0)
     estimated: bool = False
 
@@ -257,6 +260,7 @@ class Usage(_Model):
             total_tokens=add(self.total_tokens, other.total_tokens),
             cache_read_tokens=add(self.cache_read_tokens, other.cache_read_tokens),
             cache_write_tokens=add(self.cache_write_tokens, other.cache_write_tokens),
+            cache_write_1h_tokens=add(self.cache_write_1h_tokens, other.cache_write_1h_tokens),
             cost_usd=cost,
             estimated=self.estimated or other.estimated,
         )
@@ -289,6 +293,9 @@ class Capabilities(_Model):
     """True for harness CLIs: a request with tools must force exactly one of them."""
     token_counting: bool = False
     """True when the runtime has ``async count_tokens(request)`` (the provider's tokenizer)."""
+    prompt_cache_ttl: Literal["5m", "1h"] | None = None
+    """The lifetime of the prompt-cache entries this runtime writes (None: it writes none);
+    a cache write costs more than input, so usage caps plan for it."""
 
 
 class BatchFailure(_Model):

@@ -129,6 +129,9 @@ class MessageReply:
     input_tokens: int = 12
     output_tokens: int = 7
     cache_creation_input_tokens: int | None = None
+    cache_creation_1h_input_tokens: int | None = None
+    """Sent as ``cache_creation: {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}``,
+    the API's split of the cache writes by lifetime."""
     cache_read_input_tokens: int | None = None
     event_delay_s: float = 0.0
     stream_fault: StreamFault | None = None
@@ -150,11 +153,20 @@ class MessageReply:
             return self.stop_reason
         return "tool_use" if self.tool_uses else "end_turn"
 
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> dict[str, Any]:
         """The usage object, with the cache fields only when they were scripted."""
-        usage = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        usage: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
         if self.cache_creation_input_tokens is not None:
             usage["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        if self.cache_creation_1h_input_tokens is not None:
+            long = self.cache_creation_1h_input_tokens
+            usage["cache_creation"] = {
+                "ephemeral_5m_input_tokens": (self.cache_creation_input_tokens or 0) - long,
+                "ephemeral_1h_input_tokens": long,
+            }
         if self.cache_read_input_tokens is not None:
             usage["cache_read_input_tokens"] = self.cache_read_input_tokens
         return usage

@@ -18,7 +18,7 @@ MONTHLY = (
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_model_charts_a_result_it_fetched(shop: SQLConnector) -> None:
+async def test_the_model_charts_a_result_it_fetched(shop: SQLConnector) -> None:
     chart = {"result": "q1", "kind": "line", "x": "month", "y": ["revenue"], "title": "Revenue"}
     runtime = ScriptedRuntime(
         [
@@ -27,8 +27,8 @@ def test_the_model_charts_a_result_it_fetched(shop: SQLConnector) -> None:
             {"text": "Revenue rose."},
         ]
     )
-    session = Session(runtime, connectors=[shop], ledger=False)
-    turn = session.ask("plot monthly revenue")
+    session = Session(runtime, connectors=[shop])
+    turn = await session.ask_async("plot monthly revenue")
     (drawn,) = turn.charts
     assert drawn.png.startswith(PNG_MAGIC) and drawn.points == len(turn.df)
     assert drawn.spec.kind == "line" and "drew a line chart of revenue by month" in (
@@ -40,7 +40,7 @@ def test_the_model_charts_a_result_it_fetched(shop: SQLConnector) -> None:
         {"tool_calls": [{"name": "chart", "input": {**chart, "kind": "bar"}}]},
         {"text": "as bars"},
     )
-    again = session.ask("as bars please")
+    again = await session.ask_async("as bars please")
     assert again.charts[0].spec.kind == "bar" and again.queries == []
 
 
@@ -52,7 +52,7 @@ def test_the_model_charts_a_result_it_fetched(shop: SQLConnector) -> None:
         ({"result": "q1", "kind": "line", "x": "month"}, "needs at least one y column"),
     ],
 )
-def test_bad_specs_go_back_to_the_model(shop: SQLConnector, spec: dict, problem: str) -> None:
+async def test_bad_specs_go_back_to_the_model(shop: SQLConnector, spec: dict, problem: str) -> None:
     runtime = ScriptedRuntime(
         [
             {"tool_calls": [{"name": "query_shop", "input": {"sql": MONTHLY}, "id": "q1"}]},
@@ -60,7 +60,7 @@ def test_bad_specs_go_back_to_the_model(shop: SQLConnector, spec: dict, problem:
             {"text": "could not chart"},
         ]
     )
-    turn = Session(runtime, connectors=[shop], ledger=False).ask("chart it")
+    turn = await Session(runtime, connectors=[shop]).ask_async("chart it")
     outcome = turn.tool_results[1]
     assert outcome.is_error and problem in outcome.content and turn.charts == []
 

@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.events import EventAdapter, ThinkingEvent, ToolResultEvent
 from relay_nb.agent.ledger import UsageLedger
 from relay_nb.agent.loop import TurnResult, run_turn
+from relay_nb.agent.services import TurnServices
+from relay_nb.agent.settings import TurnSettings
 from relay_nb.connectors.results import QueryResult
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.context import ContextItem, ContextRequest, ContextResolver
@@ -42,7 +45,7 @@ def query(sql: str, call_id: str | None = None) -> dict:
 async def test_direct_answer_events_in_order_and_to_callback() -> None:
     runtime = ScriptedRuntime([{"text": "Hello, there are no tools needed."}], stream_chunk_chars=8)
     seen = []
-    result = await run_turn("hi", runtime=runtime, on_event=seen.append)
+    result = await run_turn("hi", TurnServices(runtime=runtime, on_event=seen.append))
     assert result.answer == "Hello, there are no tools needed."
     assert result.finish_reason == "stop" and result.steps == 1
     assert types(result) == ["thinking", *["text_delta"] * 5, "usage", "done"]
@@ -62,7 +65,9 @@ async def test_one_sql_call_keeps_the_dataframe_and_feeds_the_preview_back(
     runtime = ScriptedRuntime(
         [{"tool_calls": [query(COUNT_SQL, "toolu_1")]}, {"text": f"{N_CUSTOMERS} customers"}]
     )
-    result = await run_turn("how many customers?", runtime=runtime, tools=shop.tools())
+    result = await run_turn(
+        "how many customers?", TurnServices(runtime=runtime, tools=shop.tools())
+    )
     assert types(result) == [
         "thinking", "usage", "tool_call", "tool_result",
         "thinking", "text_delta", "usage", "done",
@@ -91,7 +96,7 @@ async def test_three_chained_calls(shop: SQLConnector) -> None:
             {"text": "done"},
         ]
     )
-    result = await run_turn("chain", runtime=runtime, tools=shop.tools())
+    result = await run_turn("chain", TurnServices(runtime=runtime, tools=shop.tools()))
     assert result.finish_reason == "stop" and result.steps == 4 and result.answer == "done"
     assert [c.name for c in result.tool_calls] == ["describe_shop", "query_shop", "query_shop"]
     assert [r.is_error for r in result.tool_results] == [False, False, False]
@@ -106,7 +111,7 @@ async def test_parallel_calls_in_one_step(shop: SQLConnector) -> None:
             {"text": "both"},
         ]
     )
-    result = await run_turn("two", runtime=runtime, tools=shop.tools())
+    result = await run_turn("two", TurnServices(runtime=runtime, tools=shop.tools()))
     assert types(result)[:6] == [
         "thinking", "usage", "tool_call", "tool_call", "tool_result", "tool_result",
     ]  # fmt: skip
@@ -130,7 +135,9 @@ async def test_calls_of_one_step_really_run_concurrently() -> None:
         return Tool(name=me, description="", input_model=Empty, handler=handler, timeout_s=1.0)
 
     runtime = ScriptedRuntime([{"tool_calls": [{"name": "x"}, {"name": "y"}]}, {"text": "fine"}])
-    result = await run_turn("q", runtime=runtime, tools=[waiter("x", "y"), waiter("y", "x")])
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime, tools=[waiter("x", "y"), waiter("y", "x")])
+    )
     assert [(r.content, r.is_error) for r in result.tool_results] == [
         ("x ok", False),
         ("y ok", False),
@@ -147,7 +154,7 @@ async def test_guard_rejection_goes_back_as_tool_error_and_model_corrects(
             {"text": "corrected"},
         ]
     )
-    result = await run_turn("delete?", runtime=runtime, tools=shop.tools())
+    result = await run_turn("delete?", TurnServices(runtime=runtime, tools=shop.tools()))
     assert result.finish_reason == "stop" and result.answer == "corrected"
     rejected, fixed = result.tool_results
     assert rejected.is_error and rejected.artifact is None and not fixed.is_error
@@ -162,7 +169,7 @@ async def test_unknown_tool_is_a_tool_error_not_an_exception(shop: SQLConnector)
     runtime = ScriptedRuntime(
         [{"tool_calls": [{"name": "drop_everything", "id": "x1"}]}, {"text": "sorry"}]
     )
-    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()))
     assert result.finish_reason == "stop"
     outcome = result.tool_results[0]
     assert outcome.is_error and "unknown tool 'drop_everything'" in outcome.content
@@ -172,7 +179,9 @@ async def test_unknown_tool_is_a_tool_error_not_an_exception(shop: SQLConnector)
 async def test_max_steps_returns_the_partial_answer(shop: SQLConnector) -> None:
     step = {"text": "still looking", "tool_calls": [query(COUNT_SQL)]}
     runtime = ScriptedRuntime([step, step, {"text": "never reached"}])
-    result = await run_turn("q", runtime=runtime, tools=shop.tools(), max_steps=2)
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime, tools=shop.tools()), TurnSettings(max_steps=2)
+    )
     assert result.finish_reason == "max_steps" and result.steps == 2
     assert result.answer == "still looking"
     assert runtime.remaining == 1 and len(result.tool_results) == 2
@@ -181,7 +190,7 @@ async def test_max_steps_returns_the_partial_answer(shop: SQLConnector) -> None:
 
 async def test_retryable_error_is_retried_visibly() -> None:
     runtime = ScriptedRuntime([{"error": {"code": "RATE_LIMITED"}}, {"text": "ok"}])
-    result = await run_turn("q", runtime=runtime, retry_base_s=0.001)
+    result = await run_turn("q", TurnServices(runtime=runtime), TurnSettings(retry_base_s=0.001))
     assert result.finish_reason == "stop" and result.answer == "ok"
     retries = [e for e in result.events if e.type == "thinking" and e.step == "retrying"]
     assert [e.detail for e in retries] == ["waiting 0.001 s after RATE_LIMITED"]
@@ -191,7 +200,9 @@ async def test_retryable_error_is_retried_visibly() -> None:
 async def test_retry_honours_retry_after_and_gives_up_after_max_retries() -> None:
     error = {"error": {"code": "PROVIDER_UNAVAILABLE", "retry_after_s": 0.002}}
     runtime = ScriptedRuntime([error, error, error, {"text": "too late"}])
-    result = await run_turn("q", runtime=runtime, max_retries=2, retry_base_s=5)
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime), TurnSettings(max_retries=2, retry_base_s=5)
+    )
     details = [e.detail for e in result.events if e.type == "thinking" and e.step == "retrying"]
     assert details == ["waiting 0.002 s after PROVIDER_UNAVAILABLE"] * 2
     assert result.finish_reason == "error" and runtime.remaining == 1
@@ -202,7 +213,7 @@ async def test_non_retryable_error_ends_the_turn_cleanly() -> None:
     runtime = ScriptedRuntime(
         [{"error": {"code": "AUTHENTICATION_FAILED", "message": "check the API key"}}]
     )
-    result = await run_turn("q", runtime=runtime)
+    result = await run_turn("q", TurnServices(runtime=runtime))
     assert result.finish_reason == "error" and result.answer == ""
     assert types(result) == ["thinking", "error", "done"]
     error = result.events[1]
@@ -224,7 +235,7 @@ async def test_usage_is_summed_and_priced(shop: SQLConnector) -> None:
         ],
         model="claude-sonnet-4-6",
     )
-    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()))
     per_call = [e.usage.cost_usd for e in result.events if e.type == "usage"]
     # $3/MTok in, $15/MTok out, $0.30/MTok cache read
     assert per_call == [pytest.approx(0.0045, abs=1e-12), pytest.approx(0.00705, abs=1e-12)]
@@ -236,7 +247,7 @@ async def test_usage_is_summed_and_priced(shop: SQLConnector) -> None:
 
 async def test_unknown_model_has_no_cost_and_a_warning() -> None:
     runtime = ScriptedRuntime([{"text": "x"}], model="no-such-model")
-    result = await run_turn("q", runtime=runtime)
+    result = await run_turn("q", TurnServices(runtime=runtime))
     assert result.usage.cost_usd is None and result.usage.estimated
     assert len(result.warnings) == 1 and "no-such-model" in result.warnings[0]
 
@@ -251,7 +262,13 @@ async def test_ledger_rows_are_appended(shop: SQLConnector, tmp_path: Path) -> N
     )
     with UsageLedger(tmp_path / "ledger.sqlite") as ledger:
         await run_turn(
-            "q", runtime=runtime, tools=shop.tools(), ledger=ledger, session_id="s1", turn_id="t9"
+            "q",
+            TurnServices(
+                runtime=runtime,
+                tools=shop.tools(),
+                accountant=Accountant(ledger=ledger, session_id="s1"),
+            ),
+            turn_id="t9",
         )
         rows = ledger.rows(session_id="s1")
     assert list(rows["step"]) == [1, 2] and set(rows["turn_id"]) == {"t9"}
@@ -279,11 +296,13 @@ async def test_resolved_context_reaches_the_system_prompt() -> None:
     runtime = ScriptedRuntime([{"text": "ok"}])
     result = await run_turn(
         "revenue?",
-        runtime=runtime,
+        TurnServices(
+            runtime=runtime,
+            resolver=ContextResolver([notes]),
+            accountant=Accountant(session_id="s"),
+        ),
+        TurnSettings(context_window=10_000),
         system_prompt="You are an analyst.",
-        resolver=ContextResolver([notes]),
-        context_window=10_000,
-        session_id="s",
         turn_id="t",
     )
     assert types(result)[:3] == ["thinking", "context_resolved", "thinking"]
@@ -302,6 +321,6 @@ async def test_abort_before_start_cancels_without_calling_the_model() -> None:
     abort = AbortSignal()
     abort.abort("user pressed stop")
     runtime = ScriptedRuntime([{"text": "unused"}])
-    result = await run_turn("q", runtime=runtime, abort=abort)
+    result = await run_turn("q", TurnServices(runtime=runtime), abort=abort)
     assert result.finish_reason == "cancelled" and runtime.requests == []
     assert types(result) == ["thinking", "done"]

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.caps import UsageCaps
 from relay_nb.agent.events import Event
+from relay_nb.agent.ledger import UsageLedger
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.session import Session
 from relay_nb.agent.skills import Skill
@@ -23,10 +25,13 @@ from relay_nb.runtime.types import InvocationRequest, ToolResultPart, Usage
 PRICES = PriceTable.load().with_prices({"scripted": {"input": 3, "output": 15}})
 
 
-def session(runtime: ScriptedRuntime, shop: SQLConnector, **options) -> Session:
-    options.setdefault("ledger", False)
-    options.setdefault("prices", PRICES)
-    return Session(runtime, connectors=[shop], **options)
+def session(
+    runtime: ScriptedRuntime, shop: SQLConnector, *, accountant: Accountant | None = None, **options
+) -> Session:
+    """A session on the shop, billed at the test prices unless ``accountant`` says otherwise."""
+    return Session(
+        runtime, connectors=[shop], accountant=accountant or Accountant(prices=PRICES), **options
+    )
 
 
 def query(sql: str, call_id: str = "c1") -> dict:
@@ -93,7 +98,7 @@ def _chatty(turns: int) -> list[dict]:
 async def test_history_is_compacted_by_the_model_when_over_budget(shop: SQLConnector) -> None:
     notes = "- the analyst asked questions 0 and 1; answers were long"
     runtime = ScriptedRuntime([*_chatty(3), {"text": notes}])
-    s = session(runtime, shop, context_window=8_000)  # history budget 3,000 tokens
+    s = session(runtime, shop, settings={"context_window": 8_000})  # history budget 3,000 tokens
     budget = s.budget.history
     for i in range(2):
         await s.ask_async(f"question {i}")
@@ -118,7 +123,7 @@ async def test_history_is_compacted_by_the_model_when_over_budget(shop: SQLConne
 async def test_compaction_falls_back_to_a_digest_when_the_model_fails(shop: SQLConnector) -> None:
     failure = {"error": {"code": "RUNTIME_FAILURE", "message": "no summary today"}}
     runtime = ScriptedRuntime([*_chatty(3), failure])
-    s = session(runtime, shop, context_window=8_000)
+    s = session(runtime, shop, settings={"context_window": 8_000})
     for i in range(3):
         await s.ask_async(f"question {i}")
     assert s.history.compactions == 1 and runtime.remaining == 0
@@ -129,7 +134,7 @@ async def test_compaction_falls_back_to_a_digest_when_the_model_fails(shop: SQLC
 
 async def test_compaction_never_splits_a_tool_call_from_its_result(shop: SQLConnector) -> None:
     runtime = ScriptedRuntime()
-    s = session(runtime, shop, context_window=4_000, compact_with_model=False)
+    s = session(runtime, shop, compact_with_model=False, settings={"context_window": 4_000})
     for i in range(6):
         runtime.add(query(f"SELECT {i} AS i, name FROM customers LIMIT 20", f"c{i}"))
         runtime.add({"text": f"answer {i}"})
@@ -160,7 +165,7 @@ async def test_skill_tier_routes_the_model_and_limits_the_tools(
         return built[model_id]
 
     other = SQLConnector("archive", f"sqlite:///{shop_db}")
-    s = Session(factory, connectors=[shop, other], ledger=False, routes={"best": "opus-x"})
+    s = Session(factory, connectors=[shop, other], routes={"best": "opus-x"})
     s.add_skill(
         Skill(
             name="deep",
@@ -171,7 +176,7 @@ async def test_skill_tier_routes_the_model_and_limits_the_tools(
             examples=("What drove Q3 revenue?",),
         )
     )
-    result = await s.ask_async("why?", skills="deep")
+    result = await s.ask_async("why?", {"skills": "deep"})
     assert result.answer == "from opus-x" and list(built) == ["opus-x"]
     request = built["opus-x"].requests[0]
     assert {t.name for t in request.tools} == {"query_archive", "describe_archive", "chart"}
@@ -210,7 +215,12 @@ def test_duplicate_tool_names_are_refused(shop: SQLConnector) -> None:
 async def test_session_cost_cap_stops_a_later_turn_cleanly(shop: SQLConnector) -> None:
     usage = Usage(input_tokens=10_000, output_tokens=1_000)  # $0.045 at the test prices
     runtime = ScriptedRuntime([{"text": "a", "usage": usage}, {"text": "b", "usage": usage}])
-    s = session(runtime, shop, session_caps=UsageCaps(max_cost_usd=0.05), max_output_tokens=500)
+    s = session(
+        runtime,
+        shop,
+        settings={"max_output_tokens": 500},
+        accountant=Accountant(prices=PRICES, caps=UsageCaps(max_cost_usd=0.05)),
+    )
     first = await s.ask_async("one")
     second = await s.ask_async("two")
     assert first.finish_reason == "stop" and second.finish_reason == "usage_cap"
@@ -221,9 +231,15 @@ async def test_session_cost_cap_stops_a_later_turn_cleanly(shop: SQLConnector) -
 
 async def test_ledger_rows_and_usage_report(shop: SQLConnector, tmp_path: Path) -> None:
     runtime = ScriptedRuntime([query("SELECT COUNT(*) AS n FROM orders"), {"text": "n"}])
-    s = session(runtime, shop, ledger=tmp_path / "usage.sqlite", notebook="churn.ipynb")
+    s = session(
+        runtime,
+        shop,
+        accountant=Accountant(
+            prices=PRICES, ledger=UsageLedger(tmp_path / "usage.sqlite"), notebook="churn.ipynb"
+        ),
+    )
     result = await s.ask_async("how many orders?")
-    rows = s.ledger.rows(session_id=s.id)
+    rows = s.accountant.ledger.rows(session_id=s.id)
     assert list(rows["turn_id"]) == [result.turn_id] * 2 and list(rows["step"]) == [1, 2]
     assert set(rows["notebook"]) == {"churn.ipynb"} and rows["cost_usd"].notna().all()
     report = s.usage_report()
@@ -233,23 +249,22 @@ async def test_ledger_rows_and_usage_report(shop: SQLConnector, tmp_path: Path) 
     await s.aclose()
 
 
-def test_default_ledger_lives_under_the_data_dir(shop: SQLConnector) -> None:
+def test_the_engine_records_nothing_unless_given_a_ledger(shop: SQLConnector) -> None:
+    """The default ledger file is Relay's choice (tests/facade); the engine's default
+    accountant keeps none, so a test or a tool building one writes nothing to disk."""
     s = Session(ScriptedRuntime([{"text": "x"}]), connectors=[shop])
-    assert s.ledger is not None and "relay_nb_data_" in s.ledger.url
+    assert s.accountant.ledger is None
+    with pytest.raises(ConfigurationError, match="keeps no ledger"):
+        s.usage_report()
 
 
-# -- sync ask, streaming ------------------------------------------------------------------------
+# -- streaming ----------------------------------------------------------------------------------
 
 
-def test_sync_ask_outside_a_loop(shop: SQLConnector) -> None:
-    s = session(ScriptedRuntime([{"text": "sync works"}]), shop)
-    assert s.ask("q").answer == "sync works"
-
-
-async def test_sync_ask_inside_a_running_loop_says_what_to_do(shop: SQLConnector) -> None:
+async def test_the_engine_is_async_only(shop: SQLConnector) -> None:
+    """The synchronous ask is Relay's (it works inside a running loop); the engine has none."""
     s = session(ScriptedRuntime([{"text": "x"}]), shop)
-    with pytest.raises(ConfigurationError, match=r"await session\.ask_async"):
-        s.ask("q")
+    assert not hasattr(s, "ask")
 
 
 async def test_stream_yields_the_turns_events_in_order(shop: SQLConnector) -> None:
@@ -371,7 +386,7 @@ async def test_ask_many_through_the_anthropic_message_batches_api(
         runtime = AnthropicRuntime("m", api_key="sk-test", base_url=stub.base_url, timeout=5)
         runtime.batch_poll_interval = runtime.batch_poll_max_interval = 0.01
         prices = PriceTable.load().with_prices({"m": {"input": 1_000_000, "output": 1_000_000}})
-        s = Session(runtime, connectors=[shop], ledger=False, prices=prices)
+        s = Session(runtime, connectors=[shop], accountant=Accountant(prices=prices))
         results = await s.ask_many(["a?", "b?", "c?"], batch=True)
         await runtime.aclose()
         creates = [
@@ -395,21 +410,23 @@ async def test_concurrent_ask_many_turns_share_the_session_cap(shop: SQLConnecto
     s = session(
         runtime,
         shop,
-        prices=prices,
-        session_caps=UsageCaps(max_cost_usd=2.5),
-        max_output_tokens=500,
+        settings={"max_output_tokens": 500},
+        accountant=Accountant(prices=prices, caps=UsageCaps(max_cost_usd=2.5)),
     )
     results = await s.ask_many([f"q{i}" for i in range(8)], concurrency=4)
     answered = [r for r in results if r.finish_reason == "stop"]
     assert 1 <= len(answered) <= 3 and len(runtime.requests) == len(answered)
     assert all(r.finish_reason == "usage_cap" for r in results if r not in answered)
     assert s.usage.cost_usd <= 2.5  # without reservations, four turns would each see $2.5
-    assert s._meter.reserved_tokens == 0 and s._meter.reserved_cost_usd == pytest.approx(0)
+    meter = s.accountant.meter
+    assert meter.reserved_tokens == 0 and meter.reserved_cost_usd == pytest.approx(0)
 
 
 async def test_a_turn_of_unknown_cost_stops_the_session_cost_cap(shop: SQLConnector) -> None:
     runtime = ScriptedRuntime([{"text": "a", "model": "unpriced-model"}, {"text": "b"}])
-    s = session(runtime, shop, session_caps=UsageCaps(max_cost_usd=10))
+    s = session(
+        runtime, shop, accountant=Accountant(prices=PRICES, caps=UsageCaps(max_cost_usd=10))
+    )
     assert (await s.ask_async("one")).finish_reason == "stop"
     second = await s.ask_async("two")
     assert second.finish_reason == "usage_cap" and len(runtime.requests) == 1
@@ -420,7 +437,12 @@ async def test_compaction_uses_the_digest_when_the_session_cap_has_no_room(
     shop: SQLConnector,
 ) -> None:
     runtime = ScriptedRuntime(_chatty(3))
-    s = session(runtime, shop, context_window=8_000, session_caps=UsageCaps(max_tokens=12_000))
+    s = session(
+        runtime,
+        shop,
+        settings={"context_window": 8_000},
+        accountant=Accountant(prices=PRICES, caps=UsageCaps(max_tokens=12_000)),
+    )
     for i in range(3):
         await s.ask_async(f"question {i}")
     assert s.history.compactions == 1 and (s.history.memory or "").startswith("- Q: question 0")
@@ -437,7 +459,7 @@ def test_sync_ask_twice_with_concurrent_questions_in_between(shop: SQLConnector)
 
     asyncio.run(two())
     asyncio.run(two())  # a lock from the first loop must not break the second
-    assert s.ask("c").answer == "4" and len(s.turns) == 5
+    assert asyncio.run(s.ask_async("c")).answer == "4" and len(s.turns) == 5
 
 
 async def test_ask_many_refuses_a_single_string_and_blank_questions(shop: SQLConnector) -> None:
@@ -487,7 +509,7 @@ async def test_cancelling_a_batched_ask_many_cancels_the_submitted_batch(
         stub.enqueue(*[MessageReply(text="x", model="m")] * 3)
         runtime = AnthropicRuntime("m", api_key="sk-test", base_url=stub.base_url, timeout=30)
         runtime.batch_poll_interval = runtime.batch_poll_max_interval = 0.01
-        s = Session(runtime, connectors=[shop], ledger=False)
+        s = Session(runtime, connectors=[shop])
         task = asyncio.create_task(s.ask_many(["a", "b", "c"], batch=True))
         for _ in range(200):
             await asyncio.sleep(0.01)
@@ -535,7 +557,7 @@ async def test_history_token_count_matches_a_recount_after_compaction(shop: SQLC
     from relay_nb.runtime.types import estimate_tokens
 
     runtime = ScriptedRuntime(_chatty(4))
-    s = session(runtime, shop, context_window=8_000, compact_with_model=False)
+    s = session(runtime, shop, compact_with_model=False, settings={"context_window": 8_000})
     for i in range(4):
         await s.ask_async(f"question {i}")
     assert s.history.compactions >= 1
@@ -548,7 +570,6 @@ async def test_a_model_call_cancelled_with_its_task_still_leaves_a_ledger_row(
 ) -> None:
     """Task cancellation (Ctrl-C through ask_many, a caller's wait_for) is not an abort
     signal: the call was made and may be billed, so the ledger keeps a ``cancelled`` row."""
-    from relay_nb.agent.ledger import UsageLedger
 
     started = asyncio.Event()
 
@@ -557,7 +578,11 @@ async def test_a_model_call_cancelled_with_its_task_still_leaves_a_ledger_row(
         await asyncio.Event().wait()
 
     ledger = UsageLedger(tmp_path / "usage.sqlite")
-    s = session(ScriptedRuntime([hang], model="claude-haiku-4-5"), shop, ledger=ledger)
+    s = session(
+        ScriptedRuntime([hang], model="claude-haiku-4-5"),
+        shop,
+        accountant=Accountant(prices=PRICES, ledger=ledger),
+    )
     task = asyncio.create_task(s.ask_async("how many orders?"))
     await asyncio.wait_for(started.wait(), 10)
     task.cancel()

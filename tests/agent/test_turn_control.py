@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import ApprovalRequest
-from relay_nb.agent.caps import SpendMeter, UsageCaps, UsageLimit
+from relay_nb.agent.caps import UsageCaps
 from relay_nb.agent.loop import TurnResult, run_turn
 from relay_nb.agent.next_step import NEXT_STEP
 from relay_nb.agent.pricing import PriceTable
+from relay_nb.agent.services import TurnServices
+from relay_nb.agent.settings import TurnSettings
 from relay_nb.agent.tool_calls import CANCELLED_RESULT
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.errors import INVOCATION_ERROR_CODES, ConfigurationError
@@ -61,7 +64,7 @@ async def test_database_error_is_a_tool_error_and_the_model_recovers(shop: SQLCo
             {"text": "counted"},
         ]
     )
-    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()))
     first, second = result.tool_results
     assert first.is_error and "no_such_column" in first.content and first.artifact is None
     assert not second.is_error and result.answer == "counted"
@@ -77,7 +80,7 @@ async def test_tool_timeout_cancels_the_statement_and_goes_back_as_an_error(
     try:
         runtime = ScriptedRuntime([{"tool_calls": [query(ENDLESS)]}, {"text": "too slow"}])
         started = time.perf_counter()
-        result = await run_turn("q", runtime=runtime, tools=slow.tools())
+        result = await run_turn("q", TurnServices(runtime=runtime, tools=slow.tools()))
         assert time.perf_counter() - started < 3
         (outcome,) = result.tool_results
         assert outcome.is_error and "longer than 0.5 s" in outcome.content
@@ -97,7 +100,7 @@ async def test_tool_level_timeout_of_a_custom_tool() -> None:
     runtime = ScriptedRuntime(
         [{"tool_calls": [{"name": "wait_forever", "input": {"seconds": 5}}]}, {"text": "ok"}]
     )
-    result = await run_turn("q", runtime=runtime, tools=[tool])
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=[tool]))
     assert result.tool_results[0].is_error
     assert "did not finish within 0.05 s" in result.tool_results[0].content
 
@@ -128,7 +131,9 @@ async def test_approval_granted_runs_the_tool() -> None:
             {"text": "done"},
         ]
     )
-    result = await run_turn("q", runtime=runtime, tools=[_guarded_tool(ran)], approver=approver)
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime, tools=[_guarded_tool(ran)], approver=approver)
+    )
     assert ran == ["x"] and result.tool_results[0].content == "deleted x"
     assert types(result)[:5] == [
         "thinking", "usage", "tool_call", "tool_awaiting_approval", "tool_result",
@@ -151,7 +156,9 @@ async def test_denied_or_no_approver_or_failing_approver_is_a_tool_error(approve
             {"text": "I could not delete it."},
         ]
     )
-    result = await run_turn("q", runtime=runtime, tools=[_guarded_tool(ran)], approver=approver)
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime, tools=[_guarded_tool(ran)], approver=approver)
+    )
     assert ran == []
     (outcome,) = result.tool_results
     assert outcome.is_error and "delete_cache" in outcome.content
@@ -166,7 +173,7 @@ async def test_tools_without_requires_approval_never_ask(shop: SQLConnector) -> 
     runtime = ScriptedRuntime(
         [{"tool_calls": [query("SELECT 1 AS one FROM customers LIMIT 1")]}, {"text": "ok"}]
     )
-    result = await run_turn("q", runtime=runtime, tools=shop.tools(), approver=refuse)
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools(), approver=refuse))
     assert "tool_awaiting_approval" not in types(result)
     assert not result.tool_results[0].is_error
 
@@ -185,11 +192,8 @@ async def test_cost_cap_stops_before_the_call_that_would_exceed_it(shop: SQLConn
     )
     result = await run_turn(
         "q",
-        runtime=runtime,
-        tools=shop.tools(),
-        prices=PRICES,
-        caps=UsageCaps(max_cost_usd=0.5),
-        max_output_tokens=100,
+        TurnServices(runtime=runtime, tools=shop.tools(), accountant=Accountant(prices=PRICES)),
+        TurnSettings(max_cost_usd=0.5, max_output_tokens=100),
         system_prompt="x" * 200,
     )
     assert result.finish_reason == "usage_cap"
@@ -207,10 +211,8 @@ async def test_output_room_is_shrunk_to_what_the_cap_can_pay_for() -> None:
     # ~12 prompt tokens; $0.5 leaves room for about 488 output tokens at $1/1k
     await run_turn(
         "q",
-        runtime=runtime,
-        prices=PRICES,
-        caps=UsageCaps(max_cost_usd=0.5),
-        max_output_tokens=4096,
+        TurnServices(runtime=runtime, accountant=Accountant(prices=PRICES)),
+        TurnSettings(max_cost_usd=0.5, max_output_tokens=4096),
     )
     room = runtime.requests[0].max_output_tokens
     assert room is not None and 256 <= room < 500
@@ -218,9 +220,9 @@ async def test_output_room_is_shrunk_to_what_the_cap_can_pay_for() -> None:
 
 async def test_token_cap_and_session_limit_with_prior_spending() -> None:
     runtime = ScriptedRuntime([{"text": "unused"}])
-    spent = SpendMeter(tokens=990)
-    session = UsageLimit(scope="session", caps=UsageCaps(max_tokens=1000), meter=spent)
-    result = await run_turn("q", runtime=runtime, limits=[session])
+    accountant = Accountant(caps=UsageCaps(max_tokens=1000))
+    accountant.meter.tokens = 990  # what the session spent before this turn
+    result = await run_turn("q", TurnServices(runtime=runtime, accountant=accountant))
     assert result.finish_reason == "usage_cap" and runtime.requests == []
     assert any("session cap of 1,000 tokens has 10 left" in w for w in result.warnings)
 
@@ -234,10 +236,12 @@ async def test_cost_cap_with_an_unpriced_model_stops_after_the_first_call() -> N
 
     result = await run_turn(
         "q",
-        runtime=runtime,
-        tools=[Tool.from_function(noop)],
-        prices=PriceTable.load(),
-        caps=UsageCaps(max_cost_usd=1.0),
+        TurnServices(
+            runtime=runtime,
+            tools=[Tool.from_function(noop)],
+            accountant=Accountant(prices=PriceTable.load()),
+        ),
+        TurnSettings(max_cost_usd=1.0),
     )
     assert result.finish_reason == "usage_cap" and len(runtime.requests) == 1
     assert any("cannot be enforced" in w for w in result.warnings)
@@ -254,7 +258,7 @@ async def test_cancel_mid_tool_stops_the_statement_and_the_next_turn_works(
     loop = asyncio.get_running_loop()
     loop.call_later(0.3, abort.abort, "user pressed stop")
     started = time.perf_counter()
-    result = await run_turn("q", runtime=runtime, tools=shop.tools(), abort=abort)
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()), abort=abort)
     assert time.perf_counter() - started < 2.5  # well before the 5 s statement timeout
     assert result.finish_reason == "cancelled" and runtime.remaining == 1
     assert result.tool_results[0].content == CANCELLED_RESULT
@@ -264,7 +268,9 @@ async def test_cancel_mid_tool_stops_the_statement_and_the_next_turn_works(
     follow = ScriptedRuntime(
         [{"tool_calls": [query("SELECT COUNT(*) AS n FROM products", "c9")]}, {"text": "20"}]
     )
-    after = await run_turn("again", runtime=follow, tools=shop.tools(), history=result.messages)
+    after = await run_turn(
+        "again", TurnServices(runtime=follow, tools=shop.tools()), history=result.messages
+    )
     assert after.answer == "20" and not after.tool_results[0].is_error
     assert_consistent(after)
 
@@ -280,7 +286,9 @@ async def test_cancel_while_waiting_for_approval() -> None:
     asyncio.get_running_loop().call_later(0.1, abort.abort)
     ran: list[str] = []
     result = await run_turn(
-        "q", runtime=runtime, tools=[_guarded_tool(ran)], approver=slow_human, abort=abort
+        "q",
+        TurnServices(runtime=runtime, tools=[_guarded_tool(ran)], approver=slow_human),
+        abort=abort,
     )
     assert result.finish_reason == "cancelled" and ran == []
     assert_consistent(result)
@@ -295,7 +303,9 @@ async def test_each_invocation_error_code(code: str) -> None:
         [{"error": {"code": code, "message": f"{code} happened", "retry_after_s": 0}}] * 4
         + [{"text": "recovered"}]
     )
-    result = await run_turn("q", runtime=runtime, max_retries=3, retry_base_s=0)
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime), TurnSettings(max_retries=3, retry_base_s=0)
+    )
     retryable = code in ("RATE_LIMITED", "PROVIDER_UNAVAILABLE")
     if retryable:  # four failures, then the fifth attempt exceeds max_retries=3
         assert result.finish_reason == "error" and len(runtime.requests) == 4
@@ -312,7 +322,7 @@ async def test_a_retryable_error_then_success_finishes_normally() -> None:
     runtime = ScriptedRuntime(
         [{"error": {"code": "PROVIDER_UNAVAILABLE", "retry_after_s": 0}}, {"text": "fine"}]
     )
-    result = await run_turn("q", runtime=runtime, retry_base_s=0)
+    result = await run_turn("q", TurnServices(runtime=runtime), TurnSettings(retry_base_s=0))
     assert result.answer == "fine" and result.finish_reason == "stop"
 
 
@@ -337,7 +347,7 @@ async def test_next_step_adapter_runs_the_same_turn(shop: SQLConnector) -> None:
             step("n2", answer="There are 20 products."),
         ]
     )
-    result = await run_turn("how many products?", runtime=runtime, tools=shop.tools())
+    result = await run_turn("how many products?", TurnServices(runtime=runtime, tools=shop.tools()))
     assert result.answer == "There are 20 products." and result.finish_reason == "stop"
     assert types(result) == [
         "thinking", "usage", "tool_call", "tool_result", "thinking", "usage", "done",
@@ -368,7 +378,7 @@ async def test_malformed_next_step_goes_back_as_a_tool_error(
     shop: SQLConnector, payload: dict, problem: str
 ) -> None:
     runtime = Harness([step("n1", **payload), step("n2", answer="ok")])
-    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()))
     (outcome,) = result.tool_results
     assert outcome.is_error and outcome.tool_call_id == "n1" and problem in outcome.content
     assert result.answer == "ok"
@@ -381,7 +391,9 @@ async def test_next_step_is_a_reserved_tool_name() -> None:
         return ""
 
     with pytest.raises(ConfigurationError, match="reserved"):
-        await run_turn("q", runtime=ScriptedRuntime([]), tools=[Tool.from_function(next_step)])
+        await run_turn(
+            "q", TurnServices(runtime=ScriptedRuntime([]), tools=[Tool.from_function(next_step)])
+        )
 
 
 async def test_next_step_through_the_real_claude_cli_transport(
@@ -404,7 +416,7 @@ async def test_next_step_through_the_real_claude_cli_transport(
         executable=claude_stub,
         env={"STUB_CLAUDE_SCENARIO": "steps", "STUB_CLAUDE_STEPS": str(steps)},
     )
-    result = await run_turn("how many products?", runtime=runtime, tools=shop.tools())
+    result = await run_turn("how many products?", TurnServices(runtime=runtime, tools=shop.tools()))
     assert result.answer == "20 products" and result.finish_reason == "stop"
     assert int(result.df.iloc[0]["n"]) == 20
     assert result.usage.cost_usd == pytest.approx(2 * 0.0042)  # the CLI's own reported cost
@@ -433,7 +445,7 @@ async def test_cancelling_the_turn_task_cancels_its_running_statement(
     shop: SQLConnector,
 ) -> None:
     runtime = ScriptedRuntime([{"tool_calls": [query(ENDLESS)]}])
-    task = asyncio.create_task(run_turn("q", runtime=runtime, tools=shop.tools()))
+    task = asyncio.create_task(run_turn("q", TurnServices(runtime=runtime, tools=shop.tools())))
     await asyncio.sleep(0.3)
     assert shop.engine.pool.checkedout() == 1  # the statement is running
     started = time.perf_counter()
@@ -459,10 +471,8 @@ async def test_missing_provider_counts_are_estimated_and_count_against_caps() ->
     runtime = Silent([{"tool_calls": [{"name": "noop"}]}] * 5)
     result = await run_turn(
         "q",
-        runtime=runtime,
-        tools=[Tool.from_function(noop)],
-        caps=UsageCaps(max_tokens=3000),
-        max_output_tokens=300,
+        TurnServices(runtime=runtime, tools=[Tool.from_function(noop)]),
+        TurnSettings(max_tokens=3000, max_output_tokens=300),
     )
     assert result.usage.estimated and result.usage.input_tokens > 0
     assert result.finish_reason == "usage_cap" and len(runtime.requests) < 5
@@ -478,7 +488,9 @@ async def test_a_call_that_overshoots_a_cap_is_reported_and_ends_the_turn() -> N
 
     runtime = ScriptedRuntime([{"tool_calls": [{"name": "noop"}], "usage": big}, {"text": "x"}])
     result = await run_turn(
-        "q", runtime=runtime, tools=[Tool.from_function(noop)], caps=UsageCaps(max_tokens=1000)
+        "q",
+        TurnServices(runtime=runtime, tools=[Tool.from_function(noop)]),
+        TurnSettings(max_tokens=1000),
     )
     assert result.finish_reason == "usage_cap" and len(runtime.requests) == 1
     assert any("does not enforce max_output_tokens" in w for w in result.warnings)
@@ -487,7 +499,7 @@ async def test_a_call_that_overshoots_a_cap_is_reported_and_ends_the_turn() -> N
 
 async def test_an_answer_cut_off_at_the_output_limit_is_flagged() -> None:
     runtime = ScriptedRuntime([{"text": "The top customer is", "stop_reason": "max_tokens"}])
-    result = await run_turn("q", runtime=runtime, max_output_tokens=5)
+    result = await run_turn("q", TurnServices(runtime=runtime), TurnSettings(max_output_tokens=5))
     assert any("cut off at the output limit (5 tokens)" in w for w in result.warnings)
 
 
@@ -501,7 +513,9 @@ async def test_a_runtime_raising_a_plain_exception_is_classified_and_retried() -
                 raise ConnectionResetError("peer reset")
             return await super().invoke(request, **kwargs)
 
-    result = await run_turn("q", runtime=Flaky([{"text": "fine"}]), retry_base_s=0)
+    result = await run_turn(
+        "q", TurnServices(runtime=Flaky([{"text": "fine"}])), TurnSettings(retry_base_s=0)
+    )
     assert result.answer == "fine"
     retry = next(e for e in result.events if e.type == "thinking" and e.step == "retrying")
     assert "PROVIDER_UNAVAILABLE" in (retry.detail or "")
@@ -510,7 +524,7 @@ async def test_a_runtime_raising_a_plain_exception_is_classified_and_retried() -
         async def invoke(self, request, **kwargs):
             raise ValueError("bug in a custom runtime")
 
-    broken = await run_turn("q", runtime=Broken())
+    broken = await run_turn("q", TurnServices(runtime=Broken()))
     assert broken.finish_reason == "error" and [e.type for e in broken.events][-2:] == [
         "error",
         "done",
@@ -522,7 +536,7 @@ async def test_a_retry_after_beyond_the_limit_fails_at_once_with_the_wait() -> N
         [{"error": {"code": "RATE_LIMITED", "message": "slow down", "retry_after_s": 600}}]
     )
     started = time.perf_counter()
-    result = await run_turn("q", runtime=runtime)
+    result = await run_turn("q", TurnServices(runtime=runtime))
     assert time.perf_counter() - started < 1 and result.finish_reason == "error"
     error = next(e for e in result.events if e.type == "error")
     assert "asks to wait 600 s" in error.message
@@ -539,7 +553,7 @@ async def test_next_step_reads_empty_fields_as_absent(
     shop: SQLConnector, payload: dict, expected: str
 ) -> None:
     runtime = Harness([step("n1", **payload), step("n2", answer="ok")])
-    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()))
     if expected == "answer":
         assert result.answer == "done" and result.tool_results == []
     else:
@@ -551,7 +565,7 @@ async def test_exactly_one_done_event_and_it_is_last(shop: SQLConnector) -> None
     runtime = ScriptedRuntime(
         [{"tool_calls": [query("SELECT COUNT(*) AS n FROM orders")]}, {"text": "ok"}]
     )
-    result = await run_turn("q", runtime=runtime, tools=shop.tools())
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=shop.tools()))
     kinds = types(result)
     assert kinds.count("done") == 1 and kinds[-1] == "done"
 
@@ -568,7 +582,7 @@ async def test_a_retry_after_streamed_text_says_the_partial_answer_is_discarded(
             MessageReply(text=["The answer ", "is 42."]),
         )
         runtime = AnthropicRuntime("m", api_key="sk-test", base_url=stub.base_url, timeout=5)
-        result = await run_turn("q", runtime=runtime, retry_base_s=0)
+        result = await run_turn("q", TurnServices(runtime=runtime), TurnSettings(retry_base_s=0))
         await runtime.aclose()
     assert result.answer == "The answer is 42."
     kinds = types(result)

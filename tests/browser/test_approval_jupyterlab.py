@@ -46,7 +46,7 @@ model = ScriptedRuntime(
     ],
     model="claude-haiku-4-5",
 )
-relay = relay_nb.session(model=model, ledger=False)
+relay = relay_nb.default_relay(model=model, ledger=False)
 relay.connect("shop", shop_url, tables=["customers"])
 print("setup done")"""
 

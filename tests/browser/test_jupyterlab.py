@@ -1,7 +1,7 @@
 """%relay in a real JupyterLab, executed in headless Chromium (issue 6, Tests; item 2).
 
 A notebook is run with "Run" → "Run All Cells", as an analyst would: a scripted, offline
-``relay_nb.session(...)`` on a seeded SQLite shop, ``%load_ext relay_nb``, a ``%relay``
+``relay_nb.default_relay(...)`` on a seeded SQLite shop, ``%load_ext relay_nb``, a ``%relay``
 question, then the sync ``Relay.ask`` called directly inside the kernel's running event loop,
 with plain cells before and after it that must still run — the proof, in a live JupyterLab
 kernel and not only under nbclient/nbval, that the sync API neither fails in a running loop
@@ -43,20 +43,20 @@ model = ScriptedRuntime(
         {"tool_calls": [{"name": "query_shop",
                          "input": {"sql": "SELECT COUNT(*) AS customers FROM customers"}}]},
         {"text": "We have **50** customers."},
-        # relay_nb.session().ask(...), the sync API, called directly in a cell
+        # relay_nb.default_relay().ask(...), the sync API, called directly in a cell
         {"tool_calls": [{"name": "query_shop",
                          "input": {"sql": "SELECT COUNT(*) AS products FROM products"}}]},
         {"text": "We sell **20** products."},
     ],
     model="claude-haiku-4-5",
 )
-relay = relay_nb.session(model=model, ledger=False)
+relay = relay_nb.default_relay(model=model, ledger=False)
 relay.connect("shop", shop_url, tables=["customers", "orders", "products"])
 print("setup done")"""
 
 SYNC_ASK = """\
 kernel_loop = asyncio.get_running_loop()  # this cell runs inside the kernel's event loop
-result = relay_nb.session().ask("how many products do we sell?")
+result = relay_nb.default_relay().ask("how many products do we sell?")
 print("sync ask in a running loop:", kernel_loop.is_running(),
       "| thread:", threading.current_thread().name)
 print("products:", int(result.df.iloc[0, 0]), "| answer:", result.answer)"""

@@ -61,8 +61,8 @@ def test_a_config_registers_connectors_and_skills_with_variables_substituted(
     shop = r.connectors["shop"]
     assert shop.row_limit == 7 and shop.name == "Shop"  # type: ignore[attr-defined]
     assert sorted(shop.object_names()) == ["customers", "orders"]
-    assert r.session.skills.get("sales").connectors == ("shop",)
-    assert r.session.connectors.schema_ttl_s == 60
+    assert r.skills.get("sales").connectors == ("shop",)
+    assert r.schema_ttl_s == 60
     status = r.connector_status()
     assert status.to_dict("records") == [
         {
@@ -217,7 +217,7 @@ def test_a_skill_naming_a_missing_connector_says_which(tmp_path: Path, shop_file
     r = relay()
     with pytest.raises(ConfigurationError, match=r"skill 'support' names connector\(s\) \['crm'\]"):
         r.load_config(path)
-    assert r.connectors == {} and "support" not in r.session.skills
+    assert r.connectors == {} and "support" not in r.skills
     r.close()
 
 
@@ -305,7 +305,7 @@ def test_nothing_half_applies_when_a_later_step_would_fail(tmp_path: Path, shop_
     for config, message in cases:
         with pytest.raises(ConfigurationError, match=message):
             r.load_config(write(tmp_path, config))
-        assert r.connectors == {"shop": old} and "s" not in r.session.skills
+        assert r.connectors == {"shop": old} and "s" not in r.skills
     old.query("SELECT 1 AS one")  # type: ignore[attr-defined] - still open, not replaced
     r.close()
 
@@ -336,9 +336,9 @@ def test_schema_ttl_from_the_file_applies_however_it_is_loaded(
     r = relay()
     entry = {"type": "sqlite", "id": "shop", "config": {"url": f"sqlite:///{shop_file}"}}
     r.load_config(write(tmp_path, {"connectors": [entry], "schema_ttl_s": 5}))
-    assert r.session.connectors.schema_ttl_s == 5
+    assert r.schema_ttl_s == 5
     r.load_config(write(tmp_path, {"connectors": [entry], "schema_ttl_s": None}))
-    assert r.session.connectors.schema_ttl_s is None
+    assert r.schema_ttl_s is None
     r.close()
 
 

@@ -50,7 +50,7 @@ async def test_sync_ask_works_inside_a_running_event_loop(shop_url: str) -> None
     relay.connect("shop", shop_url)
     assert relay.ask("q").answer == "from inside a loop"  # the notebook case
     assert (await relay.ask_async("again")).finish_reason == "error"  # script exhausted
-    await relay.session.aclose()
+    await relay.aclose()
 
 
 def test_ctrl_c_cancels_the_turn_and_its_query_then_the_session_goes_on(shop_url: str) -> None:
@@ -79,11 +79,11 @@ def test_connect_accepts_an_engine_or_a_connector_and_reconnecting_replaces(
     relay.skill("sales", prompt="Revenue questions.", connectors=["shop"])
     second = relay.connect("shop", SQLConnector("shop", shop_url))
     assert relay.connectors == {"shop": second} and first is not second
-    assert "sales" in relay.session.skills  # the skill survives a reconnect
+    assert "sales" in relay.skills  # the skill survives a reconnect
     with pytest.raises(ConfigurationError, match="id is 'other', not 'shop'"):
         relay.connect("shop", SQLConnector("other", shop_url))
     relay.disconnect("shop")
-    assert relay.connectors == {} and "sales" not in relay.session.skills
+    assert relay.connectors == {} and "sales" not in relay.skills
     relay.close()
 
 
@@ -130,20 +130,31 @@ def test_skills_and_tools_from_cells_can_be_redefined(shop_url: str) -> None:
     relay.skill("loud", prompt="Be louder.", connectors=["shop"], tools=["shout"], tier="fast")
     with pytest.raises(ConfigurationError, match="unknown connector 'shpo'"):
         relay.skill("typo", prompt="x", connectors=["shpo"])
-    turn = relay.ask("shout hi", skills="loud")
+    turn = relay.ask("shout hi", skill="loud")
     assert turn.tool_results[0].content == "HIHI"
     assert "Be louder." in model.requests[0].system_text()
     relay.close()
 
 
-def test_the_default_session_is_one_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_relay_is_one_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     import relay_nb.facade.relay as facade
 
     monkeypatch.setattr(facade, "_default", None)
-    first = relay_nb.session(model=ScriptedRuntime(), ledger=False)
-    assert relay_nb.session() is first
+    assert facade.existing_default_relay() is None  # asking builds nothing
+    first = relay_nb.default_relay(ScriptedRuntime(), ledger=False)
+    assert relay_nb.default_relay() is first and facade.existing_default_relay() is first
     with pytest.raises(ConfigurationError, match="already exists"):
-        relay_nb.session(ledger=False)
+        relay_nb.default_relay(ledger=False)
+    with pytest.warns(DeprecationWarning, match="now relay_nb.default_relay"):
+        assert relay_nb.session() is first  # the former name, for a release
+    first.close()
+
+
+def test_the_default_ledger_lives_under_the_data_dir() -> None:
+    relay = Relay(ScriptedRuntime([{"text": "x"}]))
+    ledger = relay._engine.accountant.ledger
+    assert ledger is not None and "relay_nb_data_" in ledger.url
+    relay.close()
 
 
 def test_a_sync_call_from_inside_relays_loop_is_refused_with_the_fix(shop_url: str) -> None:
@@ -165,7 +176,7 @@ def test_relay_needs_a_model_only_when_asked(
     relay = Relay(ledger=False)
     with pytest.raises(ConfigurationError, match="no model is configured"):
         relay.ask("q")
-    asyncio.run(relay.session.aclose())
+    asyncio.run(relay.aclose())
 
 
 def test_work_handed_to_the_caller_runs_on_the_waiting_thread(shop_url: str) -> None:

@@ -84,7 +84,7 @@ def assert_tool_error_seen(turn: TurnResult, *phrases: str, password: str) -> st
 
 def assert_ledger(ledger_file, relay: Relay, *turns: TurnResult) -> None:
     """Two model calls per turn (query, answer), each recorded once."""
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert len(rows) == 2 * len(turns)
     for turn in turns:
         mine = [(r["step"], r["finish_reason"]) for r in rows if r["turn_id"] == turn.turn_id]

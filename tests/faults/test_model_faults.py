@@ -221,7 +221,7 @@ def test_a_failing_model_ends_the_turn_with_a_typed_error_and_the_session_goes_o
     assert len(stub.requests) == calls + 2
 
     # (c) one row per call made, the failed ones included; nothing lost or doubled
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert len(rows) == calls + 2
     assert {r["turn_id"] for r in rows} == {failed.turn_id, answered.turn_id}
     assert_failed_rows(rows, failed, fault.code, calls)
@@ -246,7 +246,7 @@ def test_a_retry_that_succeeds_gives_the_answer_and_records_every_attempt(
     retries = [e for e in turn.events if e.type == "thinking" and e.step == "retrying"]
     assert len(retries) == MAX_RETRIES and all(fault.code in (e.detail or "") for e in retries)
     assert len(stub.requests) == MAX_RETRIES + 1
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert len(rows) == MAX_RETRIES + 1 and {r["turn_id"] for r in rows} == {turn.turn_id}
     assert_failed_rows(rows, turn, fault.code, MAX_RETRIES)
     (answered,) = [r for r in rows if r["finish_reason"] == "end_turn"]
@@ -258,7 +258,7 @@ def test_a_retry_that_succeeds_gives_the_answer_and_records_every_attempt(
     assert_secret_free(relay, turn, ledger_file.path)
 
     assert_next_question_works(relay, stub)
-    assert len(ledger_file.rows(session_id=relay.session.id)) == MAX_RETRIES + 3
+    assert len(ledger_file.rows(session_id=relay.id)) == MAX_RETRIES + 3
 
 
 def test_a_retry_after_beyond_the_limit_fails_at_once_and_says_how_long(
@@ -275,7 +275,7 @@ def test_a_retry_after_beyond_the_limit_fails_at_once_and_says_how_long(
     assert error.code == "RATE_LIMITED" and "asks to wait 120 s" in error.message
     assert PROVIDER_TEXT not in error.message
     assert_next_question_works(relay, stub)
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert [r["finish_reason"] for r in rows] == ["error:RATE_LIMITED", "tool_use", "end_turn"]
 
 
@@ -284,7 +284,7 @@ def test_the_retry_hint_of_the_provider_is_followed(
 ) -> None:
     """``retry-after: 0`` makes the wait zero, whatever the backoff would have been."""
     relay = make_relay(10.0)
-    relay.session.retry_base_s = 30.0  # the backoff alone would wait 30 s
+    relay.configure(retry_base_s=30.0)  # the backoff alone would wait 30 s
     stub.enqueue(
         ErrorReply(status=429, message=PROVIDER_TEXT, headers={"retry-after": "0"}),
         MessageReply(text="ok", model=MODEL),
@@ -295,7 +295,7 @@ def test_the_retry_hint_of_the_provider_is_followed(
     assert turn.answer == "ok"
     (retry,) = [e for e in turn.events if e.type == "thinking" and e.step == "retrying"]
     assert retry.detail is not None and retry.detail.startswith("waiting 0 s after RATE_LIMITED")
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert [r["finish_reason"] for r in rows] == ["error:RATE_LIMITED", "end_turn"]
 
 
@@ -325,7 +325,7 @@ def test_stopping_the_turn_during_a_model_call_records_the_call_as_cancelled(
     assert stopped.finish_reason == "cancelled" and stopped.answer == ""
     assert not any(isinstance(e, ErrorEvent) for e in stopped.events)
     answered = assert_next_question_works(relay, stub)
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert len(rows) == 3
     (cancelled,) = [r for r in rows if r["turn_id"] == stopped.turn_id]
     assert (cancelled["step"], cancelled["finish_reason"]) == (1, "cancelled")

@@ -87,13 +87,13 @@ def relay(ledger_file, shop_url: str) -> Iterator[Relay]:
 
 
 def runtime_of(relay: Relay) -> ScriptedRuntime:
-    runtime = relay.session.router.runtime_for("balanced")
+    runtime = relay.settings.model  # the session's model: the runtime object it was given
     assert isinstance(runtime, ScriptedRuntime)
     return runtime
 
 
 def assert_one_row_per_call(ledger_file, relay: Relay, *turns: TurnResult) -> None:
-    rows = ledger_file.rows(session_id=relay.session.id)
+    rows = ledger_file.rows(session_id=relay.id)
     assert len(rows) == sum(t.steps for t in turns)
     for turn in turns:
         steps = [r["step"] for r in rows if r["turn_id"] == turn.turn_id]
@@ -108,7 +108,7 @@ def test_a_hanging_and_a_raising_context_source_are_skipped_with_a_note(
 ) -> None:
     hanging, raising = Hanging(), Raising()
     for source in (hanging, raising, Notes()):
-        relay.session.resolver.add(source)
+        relay.add_source(source)
     runtime_of(relay).add(answer_from_prompt, answer_from_prompt)
 
     first = relay.ask("what does revenue include?")

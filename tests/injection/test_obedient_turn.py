@@ -74,9 +74,7 @@ def run(poisoned: Poisoned) -> Run:
     relay = Relay(runtime, ledger=False)
     try:
         relay.connect(CONNECTOR_ID, poisoned.target, **poisoned.options)
-        view = LiveTurnView(
-            QUESTION, max_rows=20, session_usage=relay.usage, artifacts=relay.session.artifacts
-        )
+        view = LiveTurnView(QUESTION, max_rows=20, session_usage=relay.usage)
         turn = relay.ask(QUESTION, on_event=view.on_event, max_steps=8)
         live_html, live_titles = live_view_html(view)
         view.close()

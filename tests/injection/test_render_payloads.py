@@ -114,9 +114,7 @@ def test_a_markdown_export_is_inert(payload: str) -> None:
 def test_the_live_view_is_inert(payload: str) -> None:
     turn = _turn(payload)
     refused, ok, mongo = turn.tool_results
-    view = LiveTurnView(
-        turn.question, max_rows=20, session_usage=Usage(), artifacts={"c2": ok.artifact}
-    )
+    view = LiveTurnView(turn.question, max_rows=20, session_usage=Usage())
     try:
         for outcome in (refused, ok, mongo):
             view.on_event(
@@ -130,6 +128,7 @@ def test_the_live_view_is_inert(payload: str) -> None:
                     name=outcome.name,
                     output=outcome.content,
                     is_error=outcome.is_error,
+                    artifact=outcome.artifact,
                 )
             )
         view.on_event(TextDeltaEvent(delta=payload))

@@ -33,7 +33,7 @@ def test_a_stdio_server_from_a_config_file(tmp_path: Path) -> None:
         (row,) = relay.connector_status().to_dict("records")
         assert row["type"] == "mcp" and row["status"] == "ok"
         assert "list_files" in row["objects"]
-        assert "drive_list_files" in relay.session.taken_tool_names()
+        assert "drive_list_files" in [tool.name for tool in connector.tools()]
     finally:
         relay.close()
 
@@ -65,6 +65,6 @@ def test_bad_mcp_entries_say_where_and_how_to_fix(
             relay.load_config(write_config(tmp_path, config))
         assert fragment in str(info.value)
         assert "x1" not in str(info.value) and "pw-in-file" not in str(info.value)
-        assert dict(relay.session.connectors) == {}  # all or nothing
+        assert relay.connectors == {}  # all or nothing
     finally:
         relay.close()

@@ -32,7 +32,7 @@ def call(name: str, arguments: dict, call_id: str = "c1") -> dict:
 
 async def test_resources_matching_the_question_reach_the_prompt(connector) -> None:
     runtime = ScriptedRuntime([{"text": "churn is cancellations"}])
-    session = Session(runtime, connectors=[connector], ledger=False)
+    session = Session(runtime, connectors=[connector])
     names = [source.name for source in session.resolver.sources]
     assert f"documents:{connector.id}" in names and f"schema:{connector.id}" in names
     turn = await session.ask_async("what does churn mean in the sales figures?")
@@ -109,7 +109,7 @@ async def test_a_large_resource_is_cut_to_its_cap() -> None:
 async def test_tools_that_may_change_data_need_approval_in_a_turn(stdio_files) -> None:
     note = {"path": "notes/todo.txt", "text": "call the south region"}
     denied_model = ScriptedRuntime([call("files_write_note", note), {"text": "not saved"}])
-    session = Session(denied_model, connectors=[stdio_files], ledger=False)
+    session = Session(denied_model, connectors=[stdio_files])
     denied = await session.ask_async("save a todo note")
     (result,) = tool_results(denied_model.requests[1])
     assert result.is_error and "requires approval" in result.content
@@ -117,7 +117,7 @@ async def test_tools_that_may_change_data_need_approval_in_a_turn(stdio_files) -
     session.remove_connector("files", close=False)
 
     approved_model = ScriptedRuntime([call("files_write_note", note), {"text": "saved"}])
-    session = Session(approved_model, connectors=[stdio_files], ledger=False, approver=approve_all)
+    session = Session(approved_model, connectors=[stdio_files], approver=approve_all)
     approved = await session.ask_async("save a todo note")
     (result,) = tool_results(approved_model.requests[1])
     assert not result.is_error and result.content == "saved notes/todo.txt (21 characters)"

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from relay_nb import Relay, ScriptedRuntime
+from relay_nb.agent.services import TurnServices
 from relay_nb.facade.loop_thread import LoopThread
 from relay_nb.notebook.approval import (
     ButtonApprover,
@@ -192,8 +193,10 @@ def test_the_approval_mode_picks_the_approver(shell: TestingShell, relay: Relay)
 
     magics = shell.ip.magics_manager.registry["RelayMagics"]
     view = new_view()
+    # allow and deny are the turn's approval setting; nobody is asked under either
     shell.run("%config RelayMagics.approval = 'allow'")
-    assert magics._approver(view) is approve_all
+    assert magics._approver(view) is None
+    assert TurnServices(runtime=ScriptedRuntime()).approver_for("allow") is approve_all
     shell.run("%config RelayMagics.approval = 'deny'")
     assert magics._approver(view) is None
     assert magics.approval_timeout_s == 300

@@ -39,8 +39,9 @@ def test_events_drive_the_widgets_and_the_trace_replaces_them(
     first, second = view.calls.children
     assert first.get_title(0) == "[1] query_shop · error" and first.selected_index == 0
     assert second.get_title(0).startswith("[2] query_shop · 1 row")
-    shown = "".join(w.value for w in second.children[0].children if hasattr(w, "value"))
-    assert "SELECT" in shown and "20" in shown  # no artifact store given: the text preview
+    sql, pager = second.children[0].children
+    # the result travels on its event: the panel pages through its table
+    assert "SELECT" in sql.value and "20" in pager.children[0].value
     assert view.answer.value.endswith("There are 20 products.</div>")
     assert "done (stop)" in view.status.value
     assert "this turn: claude-haiku-4-5" in view.usage.value
@@ -107,7 +108,6 @@ def test_a_result_is_paged_in_the_live_view(relay: Relay, model: ScriptedRuntime
         "list customers",
         max_rows=20,
         session_usage=Usage(input_tokens=0, output_tokens=0, cost_usd=0.0),
-        artifacts=relay.session.artifacts,
     )
     relay.ask("list customers", on_event=view.on_event)
     (panel,) = view.calls.children

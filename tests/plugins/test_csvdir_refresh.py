@@ -45,7 +45,7 @@ def test_the_ttl_picks_up_added_removed_and_fixed_files_in_the_next_prompt(
     relay_nb.register_connector_type(csvdir_module.CSVDIR)
     model = ScriptedRuntime([{"text": "a"}, {"text": "b"}, {"text": "c"}, COUNT, {"text": "d"}])
     relay = Relay(model, ledger=False, schema_ttl_s=10)
-    relay.session.connectors._clock = lambda: clock[0]  # the TTL without waiting
+    relay._engine.connectors._clock = lambda: clock[0]  # the TTL without waiting
     relay.connect("files", "csvdir", path=str(csv_dir))
     relay.ask("first")
 
@@ -76,8 +76,8 @@ def test_a_problem_at_ttl_expiry_never_fails_a_turn_about_another_connector(
     clock = [0.0]
     relay_nb.register_connector_type(csvdir_module.CSVDIR)
     relay = Relay(ScriptedRuntime([{"text": "ok"}, {"text": "still ok"}]), ledger=False)
-    relay.session.connectors.schema_ttl_s = 10
-    relay.session.connectors._clock = lambda: clock[0]
+    relay._engine.connectors.schema_ttl_s = 10
+    relay._engine.connectors._clock = lambda: clock[0]
     relay.connect("files", "csvdir", path=str(csv_dir))
     relay.connect("frame", pd.DataFrame({"a": [1]}))
     assert relay.ask("rows in frame?").answer == "ok"

@@ -54,7 +54,7 @@ def test_a_plugin_entry_registers_like_a_built_in(
         "monthly CSV exports",
         10,
     )
-    assert relay.session.skills.get("exports").connectors == ("files",)
+    assert relay.skills.get("exports").connectors == ("files",)
     status = relay.connector_status().to_dict("records")
     assert status == [
         {

@@ -125,7 +125,7 @@ class EchoServer:
 def test_an_object_with_build_connector_builds_its_own_connector(relay: Relay) -> None:
     echo = relay.connect("greeter", EchoServer("ahoy"), timeout_s=2.0)
     assert isinstance(echo, Echo) and echo.id == "greeter" and echo.timeout_s == 2.0  # type: ignore[attr-defined]
-    assert [t.name for t in relay.session.connectors.tools("greeter")] == ["echo_greeter"]
+    assert [t.name for t in relay.connectors["greeter"].tools()] == ["echo_greeter"]
     with pytest.raises(ConfigurationError, match="EchoServer does not take retries; it takes: "):
         relay.connect("greeter", EchoServer("ahoy"), retries=3)
 

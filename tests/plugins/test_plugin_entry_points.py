@@ -48,7 +48,7 @@ model = ScriptedRuntime([
     {{"tool_calls": [{{"name": "query_files", "input": {{"sql": sql}}}}]}},
     {{"text": "north leads"}},
 ])
-relay = relay_nb.session(model=model, ledger=False)
+relay = relay_nb.default_relay(model=model, ledger=False)
 ids = relay.load_config({str(project / "relay.config.json")!r})
 more = relay.connect("more", "csvdir://{extra}")
 turn = relay.ask("which region sold most?")

@@ -81,7 +81,7 @@ def test_registered_from_a_cell_and_listed_by_the_magic(
     cell = (
         "import relay_nb, relay_nb_csvdir\n"
         "relay_nb.register_connector_type(relay_nb_csvdir.CSVDIR)\n"
-        "relay_nb.session().connect('files', 'csvdir', path=csv_dir)\n"
+        "relay_nb.default_relay().connect('files', 'csvdir', path=csv_dir)\n"
     )
     shell.run(cell)
     shell.run(cell)  # the cell run again: the type and the connector are replaced

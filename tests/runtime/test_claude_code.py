@@ -108,6 +108,7 @@ async def test_text_request_runs_the_documented_command(
         "total_tokens": 148,  # input + output + cache reads + cache writes
         "cache_read_tokens": 120,
         "cache_write_tokens": 16,
+        "cache_write_1h_tokens": None,
         "cost_usd": 0.0042,
         "estimated": False,
     }
@@ -206,6 +207,7 @@ def test_identity_and_capabilities() -> None:
         "max_batch_size": None,
         "single_forced_tool_only": True,
         "token_counting": False,
+        "prompt_cache_ttl": None,
     }
 
 

@@ -125,6 +125,7 @@ async def test_text_request_runs_the_locked_down_command(make_runtime, record_pa
         "total_tokens": 127,
         "cache_read_tokens": 100,
         "cache_write_tokens": None,
+        "cache_write_1h_tokens": None,
         "cost_usd": None,  # Codex reports no cost; Relay never invents one
         "estimated": False,
     }
@@ -198,6 +199,7 @@ def test_identity_and_capabilities() -> None:
         "max_batch_size": None,
         "single_forced_tool_only": True,
         "token_counting": False,
+        "prompt_cache_ttl": None,
     }
 
 

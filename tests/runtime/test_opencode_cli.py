@@ -104,6 +104,7 @@ async def test_text_request_runs_with_tools_and_permissions_off(
         "total_tokens": 69,
         "cache_read_tokens": 10,
         "cache_write_tokens": 2,
+        "cache_write_1h_tokens": None,
         "cost_usd": 0.0021,
         "estimated": False,
     }
@@ -193,6 +194,7 @@ def test_capabilities_follow_the_opt_in(prompted: bool, structured: bool, fideli
         "max_batch_size": None,
         "single_forced_tool_only": prompted,
         "token_counting": False,
+        "prompt_cache_ttl": None,
     }
 
 

@@ -58,7 +58,7 @@ def _attempt(evidence: Evidence, name: str, action: Callable[[], Any]) -> Any:
 def _capture_relay(evidence: Evidence, relay: Relay, model: ScriptedRuntime | None) -> None:
     """What the analyst can print about a session, and every prompt the model received."""
     evidence.add("repr(relay)", repr(relay))
-    evidence.add("repr(relay.session)", repr(relay.session))
+    evidence.add("repr(relay.settings)", repr(relay.settings))
     for connector_id, connector in relay.connectors.items():
         evidence.add(f"repr(connector {connector_id})", repr(connector))
         evidence.add(f"connector {connector_id}.target", str(getattr(connector, "target", "")))

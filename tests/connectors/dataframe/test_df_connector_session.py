@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from df_connector_helpers import table_line
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.session import Session
 from relay_nb.runtime.scripted import ScriptedRuntime
@@ -28,7 +29,7 @@ def last_tool_result(request: InvocationRequest) -> str:
 
 
 def session(runtime: ScriptedRuntime, *connectors) -> Session:
-    return Session(runtime, connectors=list(connectors), ledger=False, prices=PRICES)
+    return Session(runtime, connectors=list(connectors), accountant=Accountant(prices=PRICES))
 
 
 async def test_group_by_then_the_notebook_changes_the_frame(connect, sales) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from http_live_server import ORDERS, LiveServer
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import approve_all
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.session import Session
@@ -21,7 +22,7 @@ def call(tool: str, call_id: str = "c1", **arguments: Any) -> dict[str, Any]:
 
 
 def session(runtime: ScriptedRuntime, connector: HTTPConnector, **options: Any) -> Session:
-    return Session(runtime, connectors=[connector], ledger=False, prices=PRICES, **options)
+    return Session(runtime, connectors=[connector], **options, accountant=Accountant(prices=PRICES))
 
 
 async def test_a_scripted_get_returns_the_records_frame(

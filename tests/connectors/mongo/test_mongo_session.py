@@ -14,6 +14,7 @@ import pandas as pd
 from mongo_support import Watched, server_state
 from seed_mongo import oid
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.session import Session
 from relay_nb.connectors.mongo import MongoConnector
@@ -28,7 +29,7 @@ def call(call_id: str = "c1", **tool_input: Any) -> dict[str, Any]:
 
 
 def session(runtime: ScriptedRuntime, connector: MongoConnector) -> Session:
-    return Session(runtime, connectors=[connector], ledger=False, prices=PRICES)
+    return Session(runtime, connectors=[connector], accountant=Accountant(prices=PRICES))
 
 
 def tool_results(runtime: ScriptedRuntime, index: int) -> list[ToolResultPart]:

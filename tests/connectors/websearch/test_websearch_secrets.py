@@ -8,6 +8,7 @@ import logging
 import pytest
 from websearch_fakes import Canned, FakeSearchAPI
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.session import Session
 from relay_nb.connectors.websearch import WebSearchConnector
@@ -41,7 +42,7 @@ async def test_key_is_sent_to_the_provider_and_appears_nowhere_else(
     runtime = ScriptedRuntime(
         [search("first query", "c1"), then_fail_with_an_echo, {"text": "done"}]
     )
-    session = Session(runtime, connectors=[web], ledger=False, prices=PRICES)
+    session = Session(runtime, connectors=[web], accountant=Accountant(prices=PRICES))
     turn = await session.ask_async("look it up twice")
 
     ok, failed = turn.tool_results

@@ -8,6 +8,7 @@ import re
 import pytest
 from websearch_fakes import FakeSearchAPI
 
+from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.session import Session
 from relay_nb.connectors.websearch import WebSearchConnector
@@ -47,7 +48,7 @@ async def test_turn_searches_the_web_and_cites_a_url(
             cite_first_url,
         ]
     )
-    session = Session(runtime, connectors=[web], ledger=False, prices=PRICES)
+    session = Session(runtime, connectors=[web], accountant=Accountant(prices=PRICES))
 
     turn = await session.ask_async("What is new in DuckDB 1.2?")
 
@@ -93,7 +94,7 @@ async def test_a_refused_key_reaches_the_model_as_a_tool_error(
             {"text": "The web search is not configured correctly."},
         ]
     )
-    session = Session(runtime, connectors=[web], ledger=False, prices=PRICES)
+    session = Session(runtime, connectors=[web], accountant=Accountant(prices=PRICES))
     turn = await session.ask_async("search something")
     (outcome,) = turn.tool_results
     assert outcome.is_error and f"the {api.provider} key was refused" in outcome.content
@@ -109,4 +110,4 @@ async def test_two_web_search_connectors_cannot_share_a_session(
     """Tool names are global: a second ``web_search`` is refused when it is added."""
     other = WebSearchConnector("web2", provider=api.provider, endpoint=api.endpoint)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="a tool named 'web_search' is already registered"):
-        Session(ScriptedRuntime([]), connectors=[web, other], ledger=False, prices=PRICES)
+        Session(ScriptedRuntime([]), connectors=[web, other], accountant=Accountant(prices=PRICES))
