@@ -110,9 +110,9 @@ def _renders(urls: dict[int, str], repeat: int) -> dict[int, dict[str, float]]:
     """Median ms per row count, samples interleaved (1e3, 1e6, 1e3 …) so drift hits both."""
     from IPython.utils.capture import capture_output
 
-    from relay_nb.notebook.render_html import HTML_PREVIEW_ROWS
     from relay_nb.notebook.view import turn_bundle
     from relay_nb.testing.shell import TestingShell
+    from relay_nb.views import HTML_PREVIEW_ROWS
 
     TestingShell()  # the process's IPython shell, relay_nb loaded: display() publishes there
     turns = {rows: _real_turn(url, rows) for rows, url in urls.items()}

@@ -259,7 +259,7 @@ def test_parse_result_reads_the_preview_the_model_sees():
 
 
 def test_turn_text_lays_out_sql_and_wraps_answers_only_when_asked(shop):
-    from relay_nb.facade.transcript import turn_text
+    from relay_nb.views import turn_text
 
     relay = _relay_for(shop)
     try:

@@ -5,7 +5,7 @@ one ``RELAY_MODEL`` or ``ANTHROPIC_API_KEY`` configures (``Relay(model=None)`` r
 — said plainly — the demo's scripted model (:mod:`relay_nb.demo.script`), which calls no
 model but runs real SQL and answers from the real results. Then the database is built, and
 each question is asked through :class:`relay_nb.Relay` and printed as a transcript
-(:func:`relay_nb.facade.transcript.turn_text`): the SQL of each tool call, the first rows of
+(:func:`relay_nb.views.turn_text`): the SQL of each tool call, the first rows of
 its result, the answer, tokens and cost.
 
 ``--notebook`` writes the same questions as a ``%relay`` quickstart notebook instead and
@@ -134,7 +134,7 @@ def _check_early(choice: ModelChoice, db: str | None, notebook: str | None) -> N
 
 def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
     from relay_nb.facade.relay import Relay
-    from relay_nb.facade.transcript import describe_usage, turn_text
+    from relay_nb.views import describe_usage, turn_text
 
     if choice.scripted:
         relay = Relay(scripted_demo_model(shop), ledger=False)

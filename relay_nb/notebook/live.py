@@ -1,10 +1,12 @@
 """The live view of a running turn (ipywidgets 8), replaced by the static trace when done.
 
 While the turn runs, the cell shows a status line (phase and elapsed time), one collapsible
-entry per tool call (its SQL, then what the tool returned — the same compact preview the
-model reads), the answer as it streams, and a usage line (tokens, cost of the turn, session
-total). Events arrive on relay_nb's loop thread; setting widget values from there sends comm
-messages through the kernel's thread-safe IOPub socket.
+entry per tool call (its SQL, then its result: a table to page through, a chart, or what the
+tool returned), the answer as it streams, and a usage line (tokens, cost of the turn, session
+total). What to show comes from the turn view-model (:class:`relay_nb.views.TurnView`), fed
+each event; this module only maps its fields to widgets, as the static HTML and the text
+transcript map them to markup and lines. Events arrive on relay_nb's loop thread; setting
+widget values from there sends comm messages through the kernel's thread-safe IOPub socket.
 
 A tool that needs approval gets Approve / Deny buttons under its entry (see
 :mod:`relay_nb.notebook.approval` for how a click reaches a cell that is busy waiting for it);
@@ -20,6 +22,7 @@ views, so it sees exactly the outputs a saved notebook holds — an empty one, t
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 import uuid
@@ -28,18 +31,12 @@ from typing import Any
 
 from relay_nb.agent.events import Event
 from relay_nb.agent.turn_result import TurnResult
-from relay_nb.facade.transcript import describe_usage
-from relay_nb.notebook.render_html import sql_html
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
+from relay_nb.views import CallView, TurnView, describe_usage, sql_html, table_html
 
 __all__ = ["ApprovalControls", "LiveTurnView"]
 
-_PHASES = {
-    "resolving_context": "resolving context",
-    "calling_model": "calling the model",
-    "compacting_history": "compacting the history",
-}
 _MAX_PREVIEW_CHARS = 4000
 
 
@@ -58,13 +55,12 @@ class LiveTurnView:
 
         self._widgets = widgets
         self.question = question
+        self.view = TurnView(question=question, model=model_label)
+        """What the turn shows so far: every event goes into it first."""
         self.max_rows = max_rows
         self.session_before = session_usage
-        self.model_label = model_label
         self.display_id = f"relay-{uuid.uuid4().hex}"
         self.started = time.monotonic()
-        self.turn_usage: Usage | None = None
-        self.answer_text = ""
         self._calls: dict[str, tuple[Any, int]] = {}
         self._verdicts: dict[str, str] = {}  # tool_call_id -> "approved" / "denied …"
         self._approvals: dict[str, ApprovalControls] = {}
@@ -124,48 +120,72 @@ class LiveTurnView:
     # -- events (called on relay_nb's loop thread) -----------------------------------------------
 
     def on_event(self, event: Event) -> None:
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
+        """Feed the view-model, then map what changed onto the widgets."""
+        discarded = self.view.answer
+        call = self.view.apply(event)
+        if call is not None:
+            self._show_call(call)
+        if event.type == "text_delta" or (discarded and not self.view.answer):
+            escaped = html.escape(self.view.answer)
+            self.answer.value = (
+                f'<div style="white-space:pre-wrap">{escaped}</div>' if escaped else ""
+            )
+        if event.type == "usage":
+            self._show_usage()
+        if event.type not in ("text_delta", "usage"):
+            self._set_status(self.view.phase)
 
-    def _on_thinking(self, event: Any) -> None:
-        if event.step == "retrying":
-            if event.detail and "discarded" in event.detail:
-                self.answer_text = ""
-                self.answer.value = ""
-            self._set_status(f"retrying: {event.detail or ''}")
-        elif event.step == "usage_cap":
-            self._set_status(f"stopped: {event.detail or 'usage cap'}")
+    def _show_call(self, call: CallView) -> None:
+        """The call's entry: made on its first event, retitled on each, filled when done."""
+        entry = self._calls.get(call.tool_call_id)
+        if entry is None:
+            if call.state == "done":
+                return  # a result with no call shown (a malformed next_step): the trace has it
+            panel = self._widgets.Accordion(children=[self._widgets.VBox([self._query(call)])])
+            self._calls[call.tool_call_id] = (panel, call.index)
+            self.calls.children = (*self.calls.children, panel)
         else:
-            phase = _PHASES.get(event.step, event.step)
-            if event.step == "calling_model" and self.model_label:
-                phase = f"calling {self.model_label}"
-            self._set_status(phase)
+            panel = entry[0]
+        verdict = self._verdicts.get(call.tool_call_id)
+        title = call.title
+        if verdict and call.state == "done":
+            title = f"[{call.index}] {call.name} · {verdict} · {call.status}"
+        panel.set_title(0, title)
+        if call.state == "done":
+            (box,) = panel.children
+            query, *rest = box.children
+            query.value = self._query_html(call)  # what ran (re-serialised, limited)
+            box.children = (query, *rest, self._result(call))
+            if call.opened:
+                panel.selected_index = 0
 
-    def _on_context_resolved(self, event: Any) -> None:
-        sources = ", ".join(event.sources) or "none"
-        self._set_status(f"context from {sources} (~{event.token_estimate:,} tokens)")
+    def _query(self, call: CallView) -> Any:
+        return self._widgets.HTML(self._query_html(call))
 
-    def _on_tool_call(self, event: Any) -> None:
-        widgets = self._widgets
-        index = len(self._calls) + 1
-        sql = event.input.get("sql") if isinstance(event.input, dict) else None
-        if isinstance(sql, str):
-            body = sql_html(sql)
-        else:
-            body = f"<pre>{html.escape(str(event.input))}</pre>"
-        panel = widgets.Accordion(children=[widgets.VBox([widgets.HTML(body)])])
-        panel.set_title(0, f"[{index}] {event.name} · running…")
-        self._calls[event.tool_call_id] = (panel, index)
-        self.calls.children = (*self.calls.children, panel)
-        self._set_status(f"running {event.name}")
+    def _query_html(self, call: CallView) -> str:
+        if call.query:
+            return sql_html(call.query)
+        shown = json.dumps(call.input, ensure_ascii=False, default=str)
+        return f"<pre>{html.escape(shown)}</pre>"
 
-    def _on_tool_awaiting_approval(self, event: Any) -> None:
-        entry = self._calls.get(event.tool_call_id)
-        if entry is not None:
-            panel, index = entry
-            panel.set_title(0, f"[{index}] {event.name} · waiting for your approval")
-        self._set_status(f"{event.name} needs your approval")
+    def _result(self, call: CallView) -> Any:
+        if call.frame is not None:
+            return TablePager(self._widgets, call.frame, self.max_rows).box
+        if call.png is not None:
+            return self._widgets.Image(value=call.png, format="png")
+        shown = html.escape(call.content[:_MAX_PREVIEW_CHARS])
+        style = ' style="color:#b00"' if call.is_error else ""
+        return self._widgets.HTML(f"<pre{style}>{shown}</pre>")
+
+    def _show_usage(self) -> None:
+        usage = self.view.usage or Usage()
+        total = self.session_before + usage
+        turn_line = describe_usage(usage, self.view.model)
+        session_cost = "unknown" if total.cost_usd is None else f"${total.cost_usd:.4f}"
+        self.usage.value = (
+            f'<span style="color:#666">this turn: {html.escape(turn_line)} · '
+            f"session: {session_cost}</span>"
+        )
 
     # -- approval (called on relay_nb's loop thread; clicks arrive on the cell's thread) -------
 
@@ -203,55 +223,6 @@ class LiveTurnView:
         waiting = f"waiting for your approval of {name}: Approve or Deny below"
         self._set_status(f"{waiting} ({unanswered})" if unanswered else waiting)
         return controls
-
-    def _on_tool_result(self, event: Any) -> None:
-        entry = self._calls.get(event.tool_call_id)
-        if entry is None:
-            return
-        panel, index = entry
-        first_line = event.output.splitlines()[0][:80] if event.output else "ok"
-        outcome = "error" if event.is_error else first_line
-        verdict = self._verdicts.get(event.tool_call_id)
-        label = f"{verdict} · {outcome}" if verdict else outcome
-        panel.set_title(0, f"[{index}] {event.name} · {label}")
-        (box,) = panel.children
-        artifact = event.artifact  # the result itself, carried by the event
-        frame, png = getattr(artifact, "df", None), getattr(artifact, "png", None)
-        if event.is_error or (frame is None and png is None):
-            shown = html.escape(event.output[:_MAX_PREVIEW_CHARS])
-            style = ' style="color:#b00"' if event.is_error else ""
-            box.children = (*box.children, self._widgets.HTML(f"<pre{style}>{shown}</pre>"))
-        elif frame is not None:
-            box.children = (*box.children, TablePager(self._widgets, frame, self.max_rows).box)
-        else:
-            image = self._widgets.Image(value=png, format="png")
-            box.children = (*box.children, image)
-            panel.selected_index = 0
-        if event.is_error:
-            panel.selected_index = 0
-
-    def _on_text_delta(self, event: Any) -> None:
-        self.answer_text += event.delta
-        escaped = html.escape(self.answer_text)
-        self.answer.value = f'<div style="white-space:pre-wrap">{escaped}</div>'
-
-    def _on_usage(self, event: Any) -> None:
-        usage = event.usage
-        self.turn_usage = usage if self.turn_usage is None else self.turn_usage + usage
-        self.model_label = event.model
-        total = self.session_before + self.turn_usage
-        turn_line = describe_usage(self.turn_usage, event.model)
-        session_cost = "unknown" if total.cost_usd is None else f"${total.cost_usd:.4f}"
-        self.usage.value = (
-            f'<span style="color:#666">this turn: {html.escape(turn_line)} · '
-            f"session: {session_cost}</span>"
-        )
-
-    def _on_done(self, event: Any) -> None:
-        self._set_status(f"done ({event.finish_reason})")
-
-    def _on_error(self, event: Any) -> None:
-        self._set_status(f"error: {event.message}")
 
     def _set_status(self, text: str) -> None:
         self.status.value = self._status_html(text)
@@ -317,8 +288,6 @@ class TablePager:
         self.show(0)
 
     def show(self, page: int) -> None:
-        from relay_nb.notebook.render_html import table_html
-
         self.page = min(max(page, 0), self.pages - 1)
         start = self.page * self.page_rows
         rows = self.frame.iloc[start : start + self.page_rows]

@@ -29,11 +29,11 @@ from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.facade.relay import Relay, default_relay, existing_default_relay
 from relay_nb.facade.targets import is_engine, is_frame
-from relay_nb.facade.transcript import describe_usage
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
+from relay_nb.views import describe_usage
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 

@@ -17,8 +17,7 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from relay_nb.agent.turn_result import TurnResult
-from relay_nb.facade.transcript import turn_text
-from relay_nb.notebook.render_html import HTML_PREVIEW_ROWS, turn_html
+from relay_nb.views import HTML_PREVIEW_ROWS, turn_html, turn_text
 
 __all__ = ["NotebookTurn", "TurnView", "turn_bundle"]
 

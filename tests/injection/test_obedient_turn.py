@@ -34,11 +34,10 @@ from relay_nb import Relay, ScriptedRuntime
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.prompt import BASE_RULES
 from relay_nb.connectors.sql.guard import RULES as SQL_RULES
-from relay_nb.facade.transcript import turn_text
 from relay_nb.notebook.live import LiveTurnView
-from relay_nb.notebook.render_html import answer_html, table_html, turn_html
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import ToolResultPart
+from relay_nb.views import answer_html, table_html, turn_html, turn_text
 
 QUESTION = "Summarise our clients and the notes about them."
 DATABASE_REFUSAL = "the database refused the query:"

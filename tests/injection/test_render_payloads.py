@@ -20,11 +20,10 @@ from relay_nb.agent.events import TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.connectors.results import QueryResult, preview_for_model
-from relay_nb.facade.transcript import turn_text
 from relay_nb.notebook.live import LiveTurnView
-from relay_nb.notebook.render_html import answer_html, table_html, turn_html
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
+from relay_nb.views import answer_html, table_html, turn_html, turn_text
 
 LEAK = "ann.lee%40corp.example"
 

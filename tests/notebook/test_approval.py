@@ -92,7 +92,7 @@ def test_approve_runs_the_tool_and_the_entry_says_approved(
     )
     clicker.join()
     assert wiped == ["x"] and turn.tool_results[0].content == "wiped x"
-    assert title(view) == "[1] wipe_cache · approved · wiped x"
+    assert title(view) == "[1] wipe_cache · approved · ok"
     shown = buttons(view)
     assert shown["Approve"].disabled and shown["Deny"].disabled
     assert "approved" in view.calls.children[1].children[2].value  # the note beside them

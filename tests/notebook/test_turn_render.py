@@ -7,10 +7,9 @@ import pandas as pd
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.connectors.results import QueryResult
-from relay_nb.facade.transcript import turn_text
-from relay_nb.notebook.render_html import answer_html, turn_html
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
+from relay_nb.views import answer_html, turn_html, turn_text
 
 
 def make_turn(frame: pd.DataFrame, *, answer: str = "Ann spent the most.") -> TurnResult:

@@ -31,11 +31,11 @@ from relay_nb import Relay, ScriptedRuntime
 from relay_nb.agent.ledger import UsageLedger
 from relay_nb.connectors.websearch import WebSearchConnector
 from relay_nb.errors import ConfigurationError
-from relay_nb.facade.transcript import turn_text
 from relay_nb.runtime.anthropic import AnthropicRuntime
 from relay_nb.runtime.replay import RecordingRuntime
 from relay_nb.runtime.types import InvocationRequest, Message
 from relay_nb.testing.anthropic_stub import AnthropicStub, ErrorReply, MessageReply, ToolUse
+from relay_nb.views import turn_text
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from relay_nb.agent.tool_calls import ToolOutcome
-from relay_nb.facade.transcript import sql_of
+from relay_nb.views import sql_of
 
 
 def refused(name: str, arguments: dict) -> ToolOutcome:

@@ -1,4 +1,5 @@
-"""A turn as static HTML: the ``text/html`` of its saved output.
+"""A turn as static HTML: the ``text/html`` of its saved output, a mapping of the turn
+view-model (:mod:`relay_nb.views.model`).
 
 Shown wherever widget state is not: a reopened notebook, GitHub, nbconvert. One
 ``<details>`` per tool call (SQL highlighted, the first rows of the result, the error if any),
@@ -28,9 +29,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.agent.turn_result import TurnResult
-from relay_nb.facade.transcript import describe_usage, sql_of, status_of
+from relay_nb.views.model import CallView, TurnView
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -55,20 +55,20 @@ _STYLE = (
 )
 
 
-def turn_html(turn: TurnResult, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
+def turn_html(turn: TurnResult | TurnView, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
     """The whole saved trace of ``turn`` as one HTML fragment."""
+    view = turn if isinstance(turn, TurnView) else TurnView.of(turn)
     parts = [_STYLE, '<div class="relay-turn">']
-    parts.append(f'<div class="relay-question"><b>Q:</b> {html.escape(turn.question)}</div>')
-    for index, outcome in enumerate(turn.tool_results, 1):
-        parts.append(_tool_html(index, outcome, max_rows))
-    parts.append(f'<div class="relay-answer">{answer_html(turn.answer)}</div>')
-    if turn.finish_reason != "stop":
-        parts.append(f'<div class="relay-error">stopped: {html.escape(turn.finish_reason)}</div>')
-    for warning in turn.warnings:
+    parts.append(f'<div class="relay-question"><b>Q:</b> {html.escape(view.question)}</div>')
+    for call in view.calls:
+        parts.append(_call_html(call, max_rows))
+    parts.append(f'<div class="relay-answer">{answer_html(view.answer)}</div>')
+    if view.finish_reason not in (None, "stop"):
+        reason = html.escape(view.finish_reason or "")
+        parts.append(f'<div class="relay-error">stopped: {reason}</div>')
+    for warning in view.warnings:
         parts.append(f'<div class="relay-usage">⚠ {html.escape(warning)}</div>')
-    calls = sum(1 for event in turn.events if event.type == "usage")
-    usage = describe_usage(turn.usage, turn.model, calls=calls)
-    parts.append(f'<div class="relay-usage">{html.escape(usage)}</div></div>')
+    parts.append(f'<div class="relay-usage">{html.escape(view.usage_line())}</div></div>')
     return one_line("".join(parts))
 
 
@@ -81,24 +81,21 @@ def one_line(fragment: str) -> str:
     return _LINE_BREAK.sub("&#10;", fragment)
 
 
-def _tool_html(index: int, outcome: ToolOutcome, max_rows: int) -> str:
-    artifact = outcome.artifact
-    status = "error" if outcome.is_error else status_of(artifact)
-    elapsed = f" · {outcome.elapsed_ms:.0f} ms" if outcome.elapsed_ms else ""
-    summary = f"[{index}] {html.escape(outcome.name)} · {html.escape(status)}{elapsed}"
+def _call_html(call: CallView, max_rows: int) -> str:
+    elapsed = f" · {call.elapsed_ms:.0f} ms" if call.elapsed_ms else ""
+    summary = html.escape(call.title) + elapsed
     body = []
-    sql = sql_of(outcome)
-    if sql:
-        body.append(sql_html(sql))
-    if outcome.is_error:
-        body.append(f'<pre class="relay-error">{html.escape(outcome.content)}</pre>')
-    elif getattr(artifact, "df", None) is not None:
-        body.append(table_html(artifact.df, max_rows=max_rows))
-    elif getattr(artifact, "png", None) is not None:
-        body.append(chart_html(artifact.png))
+    if call.query:
+        body.append(sql_html(call.query))
+    if call.is_error:
+        body.append(f'<pre class="relay-error">{html.escape(call.content)}</pre>')
+    elif call.frame is not None:
+        body.append(table_html(call.frame, max_rows=max_rows))
+    elif call.png is not None:
+        body.append(chart_html(call.png))
     else:
-        body.append(f"<pre>{html.escape(outcome.content)}</pre>")
-    opened = " open" if outcome.is_error or getattr(artifact, "png", None) else ""
+        body.append(f"<pre>{html.escape(call.content)}</pre>")
+    opened = " open" if call.opened else ""
     return f"<details{opened}><summary>{summary}</summary>{''.join(body)}</details>"
 
 

@@ -1,0 +1,272 @@
+"""The turn view-model: what every rendering of one turn shows, decided in one place.
+
+A turn is shown three ways — the live widgets while it runs (:mod:`relay_nb.notebook.live`),
+the static HTML a saved notebook keeps (:mod:`relay_nb.views.html`) and the plain text of
+nbval, terminals and the CLI (:mod:`relay_nb.views.text`). Each used to re-derive from events
+or results which calls to list, how each ended, what query it ran and how to sum the usage.
+Now :class:`TurnView` holds that, and each renderer only maps its fields: a new panel is one
+field here plus one mapping in each renderer.
+
+A ``TurnView`` is built from a finished :class:`~relay_nb.agent.turn_result.TurnResult`
+(:meth:`TurnView.of`), or fed the turn's events as they happen (:meth:`TurnView.apply`), which
+is what the live view does; both end in the same fields.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from relay_nb.agent.events import Event
+from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.agent.turn_result import TurnResult
+from relay_nb.runtime.types import Usage
+
+__all__ = ["CallView", "TurnView", "describe_usage", "sql_of", "status_of"]
+
+_PHASES = {
+    "resolving_context": "resolving context",
+    "calling_model": "calling the model",
+    "compacting_history": "compacting the history",
+}
+_MAX_QUERY_CHARS = 2000
+
+
+class CallView(BaseModel):
+    """One tool call as every view shows it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index: int
+    """1-based, in the order the calls were made (and their results reported)."""
+    tool_call_id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    state: Literal["running", "awaiting_approval", "done"] = "running"
+    is_error: bool = False
+    content: str = ""
+    """What went back to the model (an error's message, a result's preview)."""
+    artifact: Any = None
+    """What stays local: a ``QueryResult`` with its DataFrame, a chart's PNG."""
+    elapsed_ms: float = 0.0
+
+    @classmethod
+    def of(cls, index: int, outcome: ToolOutcome) -> CallView:
+        return cls(
+            index=index,
+            tool_call_id=outcome.tool_call_id,
+            name=outcome.name,
+            input=dict(outcome.input) if isinstance(outcome.input, dict) else {},
+            state="done",
+            is_error=outcome.is_error,
+            content=outcome.content,
+            artifact=outcome.artifact,
+            elapsed_ms=outcome.elapsed_ms,
+        )
+
+    @property
+    def status(self) -> str:
+        """How the call stands or ended: running, waiting, error, a row count, ok."""
+        if self.state == "running":
+            return "running…"
+        if self.state == "awaiting_approval":
+            return "waiting for your approval"
+        return "error" if self.is_error else status_of(self.artifact)
+
+    @property
+    def title(self) -> str:
+        return f"[{self.index}] {self.name} · {self.status}"
+
+    @property
+    def query(self) -> str:
+        """What the call ran, or asked for when it was refused before running."""
+        return _query(self.name, self.input, self.artifact)
+
+    @property
+    def frame(self) -> Any:
+        """The result's DataFrame (None for errors, charts and text results)."""
+        return None if self.is_error else getattr(self.artifact, "df", None)
+
+    @property
+    def png(self) -> bytes | None:
+        return None if self.is_error else getattr(self.artifact, "png", None)
+
+    @property
+    def opened(self) -> bool:
+        """Shown unfolded: an error to read, a chart to look at."""
+        return self.is_error or self.png is not None
+
+
+class TurnView(BaseModel):
+    """One turn as every view shows it (see the module docstring)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    question: str
+    calls: list[CallView] = Field(default_factory=list)
+    answer: str = ""
+    finish_reason: str | None = None
+    """None while the turn runs."""
+    error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    usage: Usage | None = None
+    """The turn's priced usage so far (None before the first model call)."""
+    model: str = ""
+    model_calls: int = 0
+    phase: str = "starting"
+    """What the turn is doing now, in words (the live status line)."""
+
+    @classmethod
+    def of(cls, turn: TurnResult) -> TurnView:
+        """The finished turn: its calls from its results, its ending from the result."""
+        return cls(
+            question=turn.question,
+            calls=[CallView.of(i, outcome) for i, outcome in enumerate(turn.tool_results, 1)],
+            answer=turn.answer,
+            finish_reason=turn.finish_reason,
+            error=next((e.message for e in reversed(turn.events) if e.type == "error"), None),
+            warnings=list(turn.warnings),
+            usage=turn.usage,
+            model=turn.model,
+            model_calls=sum(1 for event in turn.events if event.type == "usage"),
+            phase=f"done ({turn.finish_reason})",
+        )
+
+    # -- the live path -------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> CallView | None:
+        """Take one event of the running turn; returns the call it changed, if any."""
+        handler = getattr(self, f"_on_{event.type}", None)
+        return handler(event) if handler is not None else None
+
+    def call(self, tool_call_id: str) -> CallView | None:
+        return next((c for c in self.calls if c.tool_call_id == tool_call_id), None)
+
+    def _on_thinking(self, event: Any) -> None:
+        if event.step == "retrying":
+            if event.detail and "discarded" in event.detail:
+                self.answer = ""  # the failed attempt's streamed text is void
+            self.phase = f"retrying: {event.detail or ''}"
+        elif event.step == "usage_cap":
+            self.phase = f"stopped: {event.detail or 'usage cap'}"
+        elif event.step == "calling_model" and self.model:
+            self.phase = f"calling {self.model}"
+        else:
+            self.phase = _PHASES.get(event.step, event.step)
+
+    def _on_context_resolved(self, event: Any) -> None:
+        sources = ", ".join(event.sources) or "none"
+        self.phase = f"context from {sources} (~{event.token_estimate:,} tokens)"
+
+    def _on_tool_call(self, event: Any) -> CallView:
+        call = CallView(
+            index=len(self.calls) + 1,
+            tool_call_id=event.tool_call_id,
+            name=event.name,
+            input=dict(event.input),
+        )
+        self.calls.append(call)
+        self.phase = f"running {event.name}"
+        return call
+
+    def _on_tool_awaiting_approval(self, event: Any) -> CallView | None:
+        call = self.call(event.tool_call_id)
+        if call is not None:
+            call.state = "awaiting_approval"
+        self.phase = f"{event.name} needs your approval"
+        return call
+
+    def _on_tool_result(self, event: Any) -> CallView:
+        call = self.call(event.tool_call_id)
+        if call is None:  # a result with no call of its own (a malformed next_step)
+            call = CallView(
+                index=len(self.calls) + 1, tool_call_id=event.tool_call_id, name=event.name
+            )
+            self.calls.append(call)
+        call.state = "done"
+        call.is_error = event.is_error
+        call.content = event.output
+        call.artifact = event.artifact
+        return call
+
+    def _on_text_delta(self, event: Any) -> None:
+        self.answer += event.delta
+
+    def _on_usage(self, event: Any) -> None:
+        self.usage = event.usage if self.usage is None else self.usage + event.usage
+        self.model = event.model
+        self.model_calls += 1
+
+    def _on_done(self, event: Any) -> None:
+        self.finish_reason = event.finish_reason
+        self.usage = event.usage
+        self.phase = f"done ({event.finish_reason})"
+
+    def _on_error(self, event: Any) -> None:
+        self.error = event.message
+        self.phase = f"error: {event.message}"
+
+    # -- shared lines --------------------------------------------------------------------------
+
+    def usage_line(self, *, calls: bool = True) -> str:
+        """Model, calls, tokens, cost: the line every view ends with."""
+        usage = self.usage if self.usage is not None else Usage()
+        return describe_usage(usage, self.model, calls=self.model_calls if calls else None)
+
+
+def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str:
+    """One line: model, calls, tokens (flagged when estimated), cost or "cost unknown"."""
+    parts = [model or "model unknown"]
+    if calls is not None:
+        parts.append(f"{calls} call{'s' if calls != 1 else ''}")
+    tokens = f"{usage.input_tokens or 0:,} in / {usage.output_tokens or 0:,} out tokens"
+    cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    if cached:
+        tokens += f" (+{cached:,} cache)"
+    if usage.estimated:
+        tokens += " (estimated)"
+    parts.append(tokens)
+    parts.append("cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}")
+    return " · ".join(parts)
+
+
+def status_of(artifact: Any) -> str:
+    """A result's row count (and whether more exist), or ``ok``."""
+    rows = getattr(artifact, "row_count", None)
+    if rows is None:
+        return "ok"
+    more = " (more exist)" if getattr(artifact, "truncated", False) else ""
+    return f"{rows:,} row{'s' if rows != 1 else ''}{more}"
+
+
+def sql_of(outcome: ToolOutcome) -> str:
+    """What a finished call ran, or asked for (see :attr:`CallView.query`)."""
+    arguments = outcome.input if isinstance(outcome.input, dict) else {}
+    return _query(outcome.name, arguments, outcome.artifact)
+
+
+def _query(name: str, arguments: dict[str, Any], artifact: Any) -> str:
+    """SQL tools show their statement; other tools (an HTTP call, a Mongo query) show their
+    input, so a refused ``GET ../admin`` is visible in the saved trace, not only its error."""
+    executed = getattr(artifact, "executed_sql", None)
+    if isinstance(executed, str) and executed:
+        return executed
+    submitted = arguments.get("sql")
+    if isinstance(submitted, str):
+        return submitted
+    if name.startswith("call_") and isinstance(arguments.get("path"), str):  # HTTP
+        query = arguments.get("query")
+        text = f"{arguments.get('method') or 'GET'} {arguments['path']}"
+        return text + (f" {_compact(query)}" if query else "")
+    if name == "web_search" and isinstance(arguments.get("query"), str):
+        return f"web_search {_compact(arguments['query'])}"
+    if name.startswith("query_") and arguments:  # a Mongo find or aggregate
+        return _compact(arguments)
+    return ""
+
+
+def _compact(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= _MAX_QUERY_CHARS else text[: _MAX_QUERY_CHARS - 1] + "…"

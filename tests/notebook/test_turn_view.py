@@ -1,0 +1,87 @@
+"""One turn view-model drives the live widgets, the static HTML and the text transcript: each
+shows the same calls with the same status and query, the same answer and usage line."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.notebook.live import LiveTurnView
+from relay_nb.runtime.types import Usage
+from relay_nb.testing.shell import TestingShell
+from relay_nb.views import TurnView, one_line, sql_html, turn_html, turn_text
+
+MONTHLY = (
+    "SELECT strftime('%Y-%m', ordered_at) AS month, SUM(total) AS revenue FROM orders "
+    "GROUP BY month ORDER BY month"
+)
+CHART = {"result": "q2", "kind": "bar", "x": "month", "y": ["revenue"]}
+
+
+@pytest.fixture
+def turn_and_events(shop_url: str):
+    model = ScriptedRuntime(
+        [
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": "DELETE FROM orders"}}]},
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": MONTHLY}, "id": "q2"}]},
+            {"tool_calls": [{"name": "chart", "input": CHART}]},
+            {"text": "Revenue **rose** every month."},
+        ],
+        model="claude-haiku-4-5",
+    )
+    relay = Relay(model, ledger=False)
+    relay.connect("shop", shop_url)
+    events = []
+    turn = relay.ask("monthly revenue, as a chart", on_event=events.append)
+    yield turn, events
+    relay.close()
+
+
+def test_events_and_the_finished_result_give_the_same_view(turn_and_events) -> None:
+    turn, events = turn_and_events
+    live = TurnView(question=turn.question)
+    for event in events:
+        live.apply(event)
+    finished = TurnView.of(turn)
+    shape = [(c.index, c.name, c.status, c.query, c.is_error, c.opened) for c in finished.calls]
+    assert shape == [(c.index, c.name, c.status, c.query, c.is_error, c.opened) for c in live.calls]
+    statuses = [status for _, _, status, *_ in shape]
+    assert statuses[0] == "error" and statuses[1].endswith(" rows") and statuses[2] == "ok"
+    assert live.answer == finished.answer and live.usage_line() == finished.usage_line()
+    assert live.finish_reason == finished.finish_reason == "stop"
+
+
+def test_the_three_renderers_show_the_same_calls_answer_and_usage(
+    turn_and_events, shell: TestingShell
+) -> None:
+    turn, events = turn_and_events
+    view = TurnView.of(turn)
+    titles = [call.title for call in view.calls]
+
+    page = turn_html(turn)
+    summaries = [
+        html.unescape(re.sub(r" · \d+ ms$", "", s))
+        for s in re.findall(r"<summary>(.*?)</summary>", page)
+    ]
+    text = turn_text(turn)
+    lines = [
+        line.replace(": ", " · ", 1) for line in text.splitlines() if re.match(r"\[\d+\] ", line)
+    ]
+    live = LiveTurnView(turn.question, max_rows=5, session_usage=Usage())
+    for event in events:
+        live.on_event(event)
+    shown = [panel.get_title(0) for panel in live.calls.children]
+    live_queries = [panel.children[0].children[0].value for panel in live.calls.children]
+    live.close()
+
+    assert titles == summaries == lines == shown
+    for call, live_query in zip(view.calls, live_queries, strict=True):
+        if call.query:  # every view shows the call's query, the same way
+            assert live_query == sql_html(call.query) and one_line(live_query) in page
+            assert all(line.strip() in text for line in call.query.splitlines())
+    assert view.usage_line() in text and html.escape(view.usage_line()) in page
+    assert "Revenue **rose** every month." in text and "<strong>rose</strong>" in page
+    assert live.view.answer == view.answer
