@@ -452,8 +452,9 @@ def test_guarded_query_is_frozen():
 
 def test_standard_sqlglot_functions_are_not_denied():
     """Only the intended typed functions are refused: the denylists have no false positives
-    among the ~570 functions sqlglot models (COUNT, DATE_TRUNC, PARSE_URL …)."""
-    from relay_nb.connectors.sql import guard as module
+    among the ~570 functions sqlglot models (COUNT, DATE_TRUNC, PARSE_URL …), in no family."""
+    from relay_nb.connectors.sql.policies import FAMILIES
+    from relay_nb.connectors.sql.policies import base as module
 
     def subclasses(cls: type) -> set[type]:
         return {s for c in cls.__subclasses__() for s in {c, *subclasses(c)}}
@@ -466,8 +467,9 @@ def test_standard_sqlglot_functions_are_not_denied():
             node = cls()
         except TypeError:  # a mypyc trait (compiled sqlglot): a mixin, not a function
             continue
-        if module._function_verdict(node, module._function_names(node)):
-            refused.add(cls)
+        for family in FAMILIES:
+            if module._function_verdict(node, module.function_names(node), family):
+                refused.add(cls)
     assert refused == set(guard_rules.DENIED_FUNCTION_CLASSES)
 
 

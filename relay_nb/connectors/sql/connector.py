@@ -22,6 +22,7 @@ from relay_nb.connectors.results import QueryResult, build_frame, preview_for_mo
 from relay_nb.connectors.sql.dialects import sqlglot_dialect
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
+from relay_nb.connectors.sql.policies import policy_for
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
     DatabaseUnavailable,
@@ -101,6 +102,8 @@ class SQLConnector(Connector):
         self.target = redact_url(written)
         self._closed = False
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
+        self.policy = policy_for(self.dialect)
+        """The guard policy of the dialect's family, and the family's connector facts."""
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
 
@@ -256,7 +259,7 @@ class SQLConnector(Connector):
                 max_rows=self.row_limit + 1,
                 timeout_s=self.statement_timeout_s,
                 cancel=cancel,
-                search_path=self.catalog.default_schema if self.dialect == "postgres" else None,
+                search_path=self.catalog.default_schema if self.policy.pins_search_path else None,
             )
         except Exception as exc:
             raise self._execution_error(exc, cancel) from None
@@ -310,7 +313,7 @@ class SQLConnector(Connector):
                 "it did not finish; the server may have stopped or restarted. Check that the "
                 "database is up, then ask again"
             )
-        if self.dialect in ("sqlite", "duckdb"):
+        if self.policy.embedded:
             check = "the database file exists and is readable"
         else:
             check = "the database server is running and reachable"
@@ -321,7 +324,7 @@ class SQLConnector(Connector):
 
     def _temporal(self, guarded: GuardedQuery) -> dict[str, str]:
         """Declared date/time columns of the referenced tables (SQLite returns them as text)."""
-        if self.dialect != "sqlite":
+        if not self.policy.dates_as_text:
             return {}
         found: dict[str, str] = {}
         for name in guarded.tables:

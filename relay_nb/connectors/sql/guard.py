@@ -18,17 +18,17 @@ The pipeline, each step a small function::
 
 Every refusal is ``UnsafeQueryError(rule, message)``; the rule names are in :data:`RULES` and
 are stable, the message tells the model what to change; it may name the offending table or
-function and, for a parse error, up to 30 characters around it — never the whole query. The
-policy (which names and node types) is data, in :mod:`relay_nb.connectors.sql.guard_rules`;
-the steps before a tree exists (text, tokens, one statement, parsing) are in
+function and, for a parse error, up to 30 characters around it — never the whole query. What
+every dialect refuses is data, in :mod:`relay_nb.connectors.sql.guard_rules`; what one dialect
+family adds (its rules, table functions, names) is its policy class in
+:mod:`relay_nb.connectors.sql.policies`, which the walk hands every node to; the steps before
+a tree exists (text, tokens, one statement, parsing) are in
 :mod:`relay_nb.connectors.sql.guard_text`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from pydantic import BaseModel, ConfigDict
@@ -39,6 +39,8 @@ from sqlglot.errors import ErrorLevel
 from relay_nb.connectors.sql import guard_rules as rules
 from relay_nb.connectors.sql import guard_text
 from relay_nb.connectors.sql.guard_limit import apply_limit
+from relay_nb.connectors.sql.policies import Findings, GuardPolicy, policy_for
+from relay_nb.connectors.sql.policies.base import node_word
 from relay_nb.errors import ConfigurationError, UnsafeQueryError
 
 __all__ = ["RULES", "GuardedQuery", "guard_query"]
@@ -108,18 +110,19 @@ def _guard_once(
     if row_limit < 1:
         raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
     engine = _dialect(dialect)
+    policy = policy_for(dialect)
     guard_text.refuse_unreadable_text(sql)
     tokens = guard_text.tokenize(sql, engine)
     guard_text.refuse_executable_comments(sql, tokens)
     statement = guard_text.single_statement(tokens)
-    guard_text.refuse_leading_keyword(statement[0])
+    guard_text.refuse_leading_keyword(statement[0], policy.leading_keywords)
     tree = guard_text.parse_statement(sql, statement, engine)
     query = _query_root(tree)
-    facts = _walk(tree, engine, _family(dialect))
-    _raise_first(facts.violations)
+    found = _walk(tree, engine, policy)
+    found.raise_first()
     strategy = engine.normalization_strategy
     tables = _check_tables(
-        facts.tables, _allowlist(allowed_tables, strategy), default_schema, dialect, strategy
+        found.tables, _allowlist(allowed_tables, strategy), default_schema, policy, strategy
     )
     limit, injected, clamped = apply_limit(query, row_limit)
     return GuardedQuery(
@@ -143,11 +146,6 @@ def _dialect(name: str) -> Dialect:
         raise ConfigurationError(f"the SQL guard needs a sqlglot dialect, not {name!r}") from None
 
 
-def _family(dialect: str) -> str:
-    """The dialect family whose table-function allowlist applies (``""``: the generic one)."""
-    return rules.DIALECT_FAMILIES.get(dialect.lower(), "")
-
-
 def _query_root(tree: exp.Expr) -> exp.Query:
     """The node that carries the outermost LIMIT: a SELECT, a set operation or ``(…)``."""
     node = tree
@@ -157,10 +155,10 @@ def _query_root(tree: exp.Expr) -> exp.Query:
         return node
     if isinstance(node, rules.COMMAND_NODES):
         guard_text.refuse(
-            "forbidden_command", f"{_node_word(node)} is a command; only SELECT may run"
+            "forbidden_command", f"{node_word(node)} is a command; only SELECT may run"
         )
     if isinstance(node, _STATEMENT_CLASSES):
-        guard_text.refuse("forbidden_statement", f"{_node_word(node)} changes data or schema")
+        guard_text.refuse("forbidden_statement", f"{node_word(node)} changes data or schema")
     guard_text.refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
 
 
@@ -168,48 +166,23 @@ def _bare(subquery: exp.Subquery) -> bool:
     return all(v in (None, []) for k, v in subquery.args.items() if k != "this")
 
 
-def _node_word(node: exp.Expr) -> str:
-    if isinstance(node, exp.Command):
-        return str(node.this).upper()
-    return node.key.upper()
-
-
 # --------------------------------------------------------------------------------------------
 # The walk: every node, with CTE names in scope
 
 
 _STATEMENT_CLASSES = (*rules.STATEMENT_NODES, *rules.denied_statement_classes())
-# what a CTE or subquery may hold; statements inside are reported by their own node
-_BODY_CLASSES = (exp.Query, exp.Values, *_STATEMENT_CLASSES, *rules.COMMAND_NODES)
-_TABLE_POSITION_PARENTS = (exp.Table, exp.Lateral, exp.TableFromRows, exp.From, exp.Join)
 
 
-@dataclass(order=True)
-class _Violation:
-    priority: int
-    order: int
-    rule: str = field(compare=False)
-    message: str = field(compare=False)
-
-
-@dataclass
-class _Facts:
-    violations: list[_Violation] = field(default_factory=list)
-    tables: list[exp.Table] = field(default_factory=list)
-
-    def add(self, priority: int, rule: str, message: str) -> None:
-        self.violations.append(_Violation(priority, len(self.violations), rule, message))
-
-
-def _walk(tree: exp.Expr, engine: Dialect, family: str) -> _Facts:
+def _walk(tree: exp.Expr, engine: Dialect, policy: type[GuardPolicy]) -> Findings:
     """Visit every node once, tracking which CTE names each node can see.
 
     A table reference is a CTE only when a WITH around it (not a sibling subquery's) defines
     that name *before* it — or the CTE itself, under RECURSIVE — compared by the dialect's
     identifier rules. Anything else is checked as a base table, so a CTE can shadow an allowed
-    table but can never smuggle a non-allowed one through.
+    table but can never smuggle a non-allowed one through. Every node goes to the family's
+    rules for its kind (``policy.check``).
     """
-    facts = _Facts()
+    found = Findings()
     strategy = engine.normalization_strategy
     recursive_terms: dict[int, frozenset[str]] = {}
     stack: list[tuple[exp.Expr, frozenset[str]]] = [(tree, frozenset())]
@@ -219,9 +192,9 @@ def _walk(tree: exp.Expr, engine: Dialect, family: str) -> _Facts:
             visible = recursive_terms.get(id(node), visible)
         kind = _node_kind(type(node))
         if kind:
-            _check_node(node, kind, family, facts)
+            policy.check(node, kind, found)
             if kind == "table":
-                _note_table(node, visible, strategy, family, facts)  # type: ignore[arg-type]
+                _note_table(node, visible, strategy, policy, found)  # type: ignore[arg-type]
         with_ = node.args.get("with_")
         if isinstance(with_, exp.With):
             visible = _push_ctes(with_, visible, strategy, stack, recursive_terms)
@@ -230,7 +203,7 @@ def _walk(tree: exp.Expr, engine: Dialect, family: str) -> _Facts:
                 stack.extend((v, visible) for v in value if isinstance(v, exp.Expr))
             elif isinstance(value, exp.Expr) and value is not with_:
                 stack.append((value, visible))
-    return facts
+    return found
 
 
 def _push_ctes(
@@ -283,23 +256,23 @@ def _note_table(
     table: exp.Table,
     visible: frozenset[str],
     strategy: NormalizationStrategy,
-    family: str,
-    facts: _Facts,
+    policy: type[GuardPolicy],
+    found: Findings,
 ) -> None:
     this = table.this
     if this is None or isinstance(this, exp.Func):
         if isinstance(this, exp.Func) and (table.args.get("db") or table.args.get("catalog")):
-            facts.add(4, "forbidden_function", "call table functions without a schema prefix")
+            found.add(4, "forbidden_function", "call table functions without a schema prefix")
         return  # ROWS FROM (…) or a table function: checked as functions
     bare = isinstance(this, exp.Identifier) and not table.args.get("db")
     if bare and not table.args.get("catalog"):
         if _identifier_key(this, strategy) in visible:
             return  # a CTE in scope
-        if not this.quoted and guard_text.fold(this.name) in rules.PSEUDO_TABLES.get(family, ()):
+        if not this.quoted and guard_text.fold(this.name) in policy.pseudo_tables:
             # MySQL's DUAL is no table; sqlglot would quote it as `dual`, which is one
             table.set("this", exp.Var(this=this.name))
             return
-    facts.tables.append(table)
+    found.tables.append(table)
 
 
 @cache
@@ -325,102 +298,8 @@ _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
 )
 
 
-def _check_node(node: exp.Expr, kind: str, family: str, facts: _Facts) -> None:
-    """Structural rules for one node; functions go to :func:`_check_function`."""
-    word = _node_word(node) if kind in ("command", "statement") else ""
-    if kind == "command":
-        facts.add(0, "forbidden_command", f"{word} is a command; only SELECT may run")
-    elif kind == "statement":
-        facts.add(0, "forbidden_statement", f"{word} changes data or schema (also inside WITH)")
-    elif kind == "body" and not isinstance(node.this, _BODY_CLASSES):
-        facts.add(0, "forbidden_statement", "every CTE and subquery must be a SELECT")
-    elif kind == "select":
-        for clause, refusal in rules.SELECT_CLAUSE_REFUSALS.items():
-            if node.args.get(clause):
-                facts.add(*rules.STRUCTURAL_REFUSALS[refusal])
-    elif kind == "assignment" and isinstance(node.this, exp.Parameter | exp.SessionParameter):
-        facts.add(*rules.STRUCTURAL_REFUSALS["variable"])
-    elif kind == "identifier":
-        if any(ord(char) < 32 or ord(char) == 127 for char in node.name):
-            facts.add(1, "unsafe_identifier", "names may not contain control characters")
-    elif kind == "datatype":
-        if node.this == exp.DataType.Type.USERDEFINED:
-            facts.add(
-                3, "table_not_allowed", "casts to table types or custom types are not allowed"
-            )
-    elif kind in rules.STRUCTURAL_REFUSALS:
-        facts.add(*rules.STRUCTURAL_REFUSALS[kind])
-    elif kind == "function":
-        _check_function(node, family, facts)  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------------------------
-# Functions
-
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
-
-
-def _function_names(node: exp.Func) -> tuple[str, ...]:
-    """Lowercased names a call is known by: as written for unknown functions, else sqlglot's."""
-    if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
-        return (guard_text.fold(node.name),)
-    cls = type(node)
-    return (*(guard_text.fold(n) for n in cls.sql_names()), cls.key)
-
-
-def _check_function(node: exp.Func, family: str, facts: _Facts) -> None:
-    names = _function_names(node)
-    shown = names[0]
-    verdict = _function_verdict(node, names)
-    if verdict:
-        rule, why = verdict
-        facts.add(4, rule, f"{shown}() is not allowed: {why}")
-        return
-    parent = node.parent
-    if isinstance(parent, exp.Dot) and node.arg_key == "expression":
-        facts.add(4, "forbidden_function", f"call {shown}() without a schema or object prefix")
-        return
-    if isinstance(parent, _TABLE_POSITION_PARENTS) and node.arg_key == "this":
-        allowed = rules.TABLE_FUNCTIONS.get(family, rules.TABLE_FUNCTIONS[""])
-        if not isinstance(node, rules.TABLE_FUNCTION_CLASSES) and not allowed.intersection(names):
-            examples = ", ".join(sorted(allowed, key=len)[:5])
-            facts.add(
-                4,
-                "table_function_not_allowed",
-                f"{shown}() cannot be used as a table; select from the allowed tables "
-                f"(table functions allowed include {examples})",
-            )
-
-
-def _function_verdict(node: exp.Func, names: tuple[str, ...]) -> tuple[str, str] | None:
-    """(rule, reason) when the call is refused by name, class or danger word."""
-    for cls, rule in rules.DENIED_FUNCTION_CLASSES.items():
-        if isinstance(node, cls):
-            return rule, "it touches files or has side effects"
-    if not all(name.isascii() for name in names):
-        return "forbidden_function", "function names must be plain ASCII"
-    checked = [name for name in names if name not in rules.SAFE_FUNCTIONS]
-    unknown = isinstance(node, exp.Anonymous | exp.AnonymousAggFunc)
-    words = set(_WORD_SPLIT.split(names[0])) if unknown else set()
-    if any(n in rules.FILE_FUNCTIONS or n.startswith(rules.FILE_PREFIXES) for n in checked) or (
-        checked and words & rules.FILE_WORDS
-    ):
-        return "file_access", "it reads or writes files, the environment or the network"
-    if any(n in rules.DENIED_FUNCTIONS or n.startswith(rules.DENIED_PREFIXES) for n in checked) or (
-        checked and words & rules.DANGER_WORDS
-    ):
-        return "forbidden_function", "it has side effects, waits, or reads server state"
-    return None
-
-
 # --------------------------------------------------------------------------------------------
 # Tables
-
-
-def _raise_first(violations: list[_Violation]) -> None:
-    if violations:
-        worst = min(violations)
-        guard_text.refuse(worst.rule, worst.message)
 
 
 def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
@@ -445,12 +324,12 @@ def _check_tables(
     tables: Sequence[exp.Table],
     allowed: frozenset[tuple[str | None, str]],
     default_schema: str | None,
-    dialect: str,
+    policy: type[GuardPolicy],
     strategy: NormalizationStrategy,
 ) -> tuple[str, ...]:
     """Resolve each base-table reference against the allowlist; return the qualified names."""
     default = _catalog_key(default_schema, strategy) if default_schema else None
-    aliases = {default} | ({"main"} if dialect.lower() == "sqlite" else set())
+    aliases = {default} | set(policy.default_schema_aliases)
     return tuple(sorted({_resolve_table(t, allowed, default, aliases, strategy) for t in tables}))
 
 

@@ -1,7 +1,10 @@
-"""What the SQL guard refuses and allows, as data: node classes, keywords, function names.
+"""What the SQL guard refuses and allows for every dialect, as data: node classes, keywords,
+function names.
 
 Kept apart from :mod:`relay_nb.connectors.sql.guard` so a reviewer can audit the policy
-without reading the pipeline, and so adding a name is a one-line data change.
+without reading the pipeline, and so adding a name is a one-line data change. What holds for
+one dialect family only (its table functions, pseudo tables, extra names, rules of its own)
+is in that family's module under :mod:`relay_nb.connectors.sql.policies`.
 
 Policy choices worth knowing (each one errs towards refusing):
 
@@ -14,8 +17,9 @@ Policy choices worth knowing (each one errs towards refusing):
   (``read``, ``file``, ``sleep``, ``exec``, ``http`` …): ``st_read``, ``sys_exec``,
   ``http_get`` or ``postgres_query`` are caught without being listed. Functions sqlglot
   *does* know are standard scalar/aggregate functions and are only refused by exact name.
-* **Table functions are allowlisted**: only set-returning functions that compute rows from
-  their arguments (``generate_series``, ``unnest``, ``json_each`` …) may appear in ``FROM``.
+* **Table functions are allowlisted** per family: only set-returning functions that compute
+  rows from their arguments (``generate_series``, ``unnest``, ``json_each`` …) may appear in
+  ``FROM``.
   Everything else there (``read_csv``, ``dblink``, ``pragma_table_info``, ``duckdb_secrets``,
   ``openrowset``, ClickHouse's ``url``/``file``/``s3``) is refused.
 * **current_setting is refused.** Server settings are not analytics, and custom settings do
@@ -35,25 +39,23 @@ from sqlglot import exp
 __all__ = [
     "ALLOWED_LEADING_KEYWORDS",
     "COMMAND_KEYWORDS",
+    "COMMON_TABLE_FUNCTIONS",
     "COMMAND_NODES",
     "DANGER_WORDS",
     "DENIED_FUNCTIONS",
     "DENIED_FUNCTION_CLASSES",
     "DENIED_PREFIXES",
-    "DIALECT_FAMILIES",
     "EXECUTABLE_COMMENT",
     "FILE_FUNCTIONS",
     "FILE_PREFIXES",
     "FILE_WORDS",
     "PATH_LIKE_TABLE",
     "MAX_SQL_CHARS",
-    "PSEUDO_TABLES",
     "SELECT_CLAUSE_REFUSALS",
     "SAFE_FUNCTIONS",
     "STATEMENT_KEYWORDS",
     "STATEMENT_NODES",
     "STRUCTURAL_REFUSALS",
-    "TABLE_FUNCTIONS",
     "TABLE_FUNCTION_CLASSES",
     "denied_statement_classes",
 ]
@@ -139,21 +141,6 @@ SELECT_CLAUSE_REFUSALS: dict[str, str] = {"settings": "settings", "options": "hi
 MAX_SQL_CHARS = 100_000
 """Longer input is refused before tokenising: no analytic query needs it, and it bounds the
 work a hostile input can make the guard do."""
-
-DIALECT_FAMILIES: dict[str, str] = {
-    "postgres": "postgres",
-    "redshift": "postgres",
-    "materialize": "postgres",
-    "risingwave": "postgres",
-    "mysql": "mysql",
-    "singlestore": "mysql",
-    "doris": "mysql",
-    "starrocks": "mysql",
-    "oracle": "oracle",
-    "sqlite": "sqlite",
-    "duckdb": "duckdb",
-}
-"""Which family's table functions and pseudo tables apply to a sqlglot dialect."""
 
 # Helper nodes defined next to the statements in sqlglot's ddl/dml modules that also appear
 # inside ordinary queries and are harmless there.
@@ -329,32 +316,8 @@ TABLE_FUNCTION_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.JSONTable,
 )
 
-_COMMON_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "range"})
-_PG_TABLE_FUNCTIONS = frozenset(
-    {
-        "generate_subscripts", "json_array_elements", "json_array_elements_text",
-        "jsonb_array_elements", "jsonb_array_elements_text", "json_each", "json_each_text",
-        "jsonb_each", "jsonb_each_text", "json_to_record", "json_to_recordset",
-        "jsonb_to_record", "jsonb_to_recordset", "json_populate_record",
-        "json_populate_recordset", "jsonb_populate_record", "jsonb_populate_recordset",
-        "jsonb_path_query", "regexp_matches", "regexp_split_to_table", "string_to_table",
-        "json_object_keys", "jsonb_object_keys",
-    }
-)  # fmt: skip
-TABLE_FUNCTIONS: dict[str, frozenset[str]] = {
-    "": _COMMON_TABLE_FUNCTIONS,
-    "postgres": _COMMON_TABLE_FUNCTIONS | _PG_TABLE_FUNCTIONS,
-    "sqlite": _COMMON_TABLE_FUNCTIONS | {"json_each", "json_tree"},
-    "duckdb": _COMMON_TABLE_FUNCTIONS | {"json_each", "json_tree"},
-    "mysql": _COMMON_TABLE_FUNCTIONS | {"json_table"},
-}
-"""Per dialect (``""`` is the fallback for every other dialect)."""
-
-PSEUDO_TABLES: dict[str, frozenset[str]] = {
-    "mysql": frozenset({"dual"}),
-    "oracle": frozenset({"dual"}),
-}
-"""Unqualified names that are no table at all (``SELECT 1 FROM dual``), per dialect family."""
+COMMON_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "range"})
+"""Table functions every family allows in ``FROM``; a family adds its own."""
 
 # --------------------------------------------------------------------------------------------
 # Text patterns, applied to comment text and to table names only (never to query text).

@@ -117,10 +117,12 @@ def single_statement(tokens: Sequence[Token]) -> list[Token]:
     return non_empty[0]
 
 
-def refuse_leading_keyword(first: Token) -> None:
-    """A fast first verdict that names the rule; the parsed tree remains the authority."""
+def refuse_leading_keyword(first: Token, allowed: frozenset[str]) -> None:
+    """A fast first verdict that names the rule; the parsed tree remains the authority.
+
+    ``allowed``: the words a query may start with in this dialect family."""
     word = (first.text.upper().split() or [""])[0]  # sqlglot has multi-word tokens
-    if word in rules.ALLOWED_LEADING_KEYWORDS:
+    if word in allowed:
         return
     if word in rules.STATEMENT_KEYWORDS:
         refuse("forbidden_statement", f"{word} changes data or schema; only SELECT may run")

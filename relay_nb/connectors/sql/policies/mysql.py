@@ -1,0 +1,20 @@
+"""MySQL, MariaDB and the engines that answer to their SQL (SingleStore, Doris, StarRocks).
+
+Their own: ``JSON_TABLE`` in ``FROM``, ``DUAL`` as the table that is none. Executable comments
+(``/*! … */``) and ``INTO OUTFILE`` are refused for every family, since a tokenizer of another
+dialect would not see them as code.
+"""
+
+from __future__ import annotations
+
+from relay_nb.connectors.sql import guard_rules as shared
+from relay_nb.connectors.sql.policies.base import GuardPolicy
+
+__all__ = ["MySQLPolicy"]
+
+
+class MySQLPolicy(GuardPolicy):
+    name = "mysql"
+    dialects = ("mysql", "singlestore", "doris", "starrocks")
+    table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset({"json_table"})
+    pseudo_tables = frozenset({"dual"})

@@ -1,0 +1,30 @@
+"""Snowflake: plain reads only until the warehouse corpus gives it a full policy.
+
+Its own rule: a stage (``@my_stage``, ``@~``, ``@%table``) in ``FROM`` reads staged files, so
+it is refused as file access, with that said to the model. ``SYSTEM$…`` functions, ``CALL``,
+``EXECUTE IMMEDIATE``, ``PUT``/``GET``/``LIST`` and ``COPY INTO`` are refused by the shared
+prefixes and command rules; ``FLATTEN`` may expand semi-structured values in ``FROM``.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from relay_nb.connectors.sql import guard_rules as shared
+from relay_nb.connectors.sql.policies.base import Findings, GuardPolicy, PlainReadPolicy
+
+__all__ = ["SnowflakePolicy", "refuse_stages"]
+
+
+def refuse_stages(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``FROM @stage``: the rows of files in a stage, not a table the allowlist names."""
+    name = node.this
+    if isinstance(name, exp.Var | exp.Literal) and str(name.name).startswith("@"):
+        found.add(2, "file_access", "@stages hold files; query the tables of the schema instead")
+
+
+class SnowflakePolicy(PlainReadPolicy):
+    name = "snowflake"
+    dialects = ("snowflake",)
+    table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset({"flatten"})
+    rules = (*PlainReadPolicy.rules, ("table", refuse_stages))
