@@ -61,6 +61,7 @@ _CLOSE_TIMEOUT_S = 15.0
 _STDERR_LINES = 40
 _STDERR_LINE_CHARS = 1000
 """Longer stderr lines are kept cut (a server dumping a blob on one line cannot fill memory)."""
+_STDERR_DRAIN_WAIT_S = 1.0
 _STDERR_OVERLAP = 256
 """Read past the cut before redacting, so a secret straddling it is still found whole."""
 _QUOTED_STDERR_CHARS = 300
@@ -124,6 +125,8 @@ class MCPClientHost:
         self._broken: tuple[ConnectorError, float] | None = None
         """A failed reconnect and when it failed: requests fail fast with it for a while."""
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
+        self._drains: list[tuple[threading.Thread, Any]] = []
+        """Each stderr reader thread and the write end of its pipe."""
 
     # ------------------------------------------------------------------ any thread
     def run(self, op: Callable[[Client], Awaitable[T]], *, what: str) -> T:
@@ -150,7 +153,15 @@ class MCPClientHost:
             raise
 
     def stderr_tail(self, lines: int = 5) -> str:
-        """The server's last stderr lines, redacted (stdio servers only)."""
+        """The server's last stderr lines, redacted (stdio servers only).
+
+        A server that has ended may still have lines in its pipe: readers whose write end is
+        closed are given a moment to reach the end, so its last words are not missed."""
+        for thread, writer in list(self._drains):
+            if writer.closed:
+                thread.join(timeout=_STDERR_DRAIN_WAIT_S)
+                if not thread.is_alive():
+                    self._drains.remove((thread, writer))
         tail = "\n".join(list(self._stderr)[-lines:])
         return redact(tail, extra=self.launch.secrets)
 
@@ -416,8 +427,12 @@ class MCPClientHost:
                         logger.debug("MCP server %r: %s", label, text)
                     skipping = not complete
 
-        threading.Thread(target=drain, name=f"relay-mcp-stderr-{label}", daemon=True).start()
-        return os.fdopen(write_fd, "w", encoding="utf-8")
+        thread = threading.Thread(target=drain, name=f"relay-mcp-stderr-{label}", daemon=True)
+        thread.start()
+        writer = os.fdopen(write_fd, "w", encoding="utf-8")
+        self._drains = [(t, w) for t, w in self._drains if t.is_alive()]  # earlier connections'
+        self._drains.append((thread, writer))
+        return writer
 
     async def _shutdown(self) -> None:
         holders = []
