@@ -1,56 +1,37 @@
-"""Connector specifications: one validated record per connector, built into a live connector.
+"""Connector entries of ``relay.config.json``: one validated record each, built into a live
+connector by its type.
 
-A spec is what a ``relay.config.json`` entry says (``{"type", "id", "name", "config"}``),
-checked by pydantic before anything connects, so a typo is reported with its place in the
-file rather than as a driver's stack trace. The rule that makes a config file safe to commit
-lives here too: secrets appear only as environment variable *names* (``token_env``) or as
-``${VAR}`` references, never inline — :func:`check_no_inline_secrets` runs on the text as
-written, before substitution.
+An entry is ``{"type", "id", "name", "description", "config"}``. Its ``type`` names a
+:class:`~relay_nb.connectors.plugins.ConnectorType` — a built-in one (``sql`` and its
+spellings ``postgres``, ``sqlite``…, ``mongo``, ``http``, ``websearch``, ``mcp``) or a
+plugin's — whose options model checks ``config`` during validation, so a typo is reported
+with its place in the file (``connectors[2].config.row_limit``) rather than as a driver's
+stack trace; relative file options are read from the config file's directory (the validation
+context's ``base_dir``). Built-in and plugin types are treated alike; each kind is imported
+only when an entry of that kind is built.
 
-A ``type`` that is not built-in is a plugin's (:mod:`relay_nb.connectors.plugins`): its entry
-is a :class:`PluginSpec`, whose ``config`` the plugin type's own model validates, with errors
-placed in the file like a built-in's. Each connector kind is imported only when a spec of
-that kind is built.
+The rule that makes a config file safe to commit lives here too: secrets appear only as
+environment variable *names* (``token_env``) or as ``${VAR}`` references, never inline —
+:func:`check_no_inline_secrets` runs on the text as written, before substitution.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Any
 
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from relay_nb.connectors.base import Connector, check_connector_id
-from relay_nb.connectors.mcp.spec import MCPSpecConfig
-from relay_nb.connectors.plugins import find_connector_type, unknown_type_message
+from relay_nb.connectors.plugins import builtin_type, config_type, unknown_type_message
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import is_variable_name, option_secrets
 
 __all__ = [
-    "ENTRY_TAGS",
     "ENV_REFERENCE",
-    "SPEC_TYPES",
-    "ConfigEntry",
-    "ConnectorSpec",
-    "HTTPSpecConfig",
-    "MCPSpecConfig",
-    "MongoSpecConfig",
-    "PluginSpec",
-    "SQLSpecConfig",
-    "WebSearchSpecConfig",
+    "ConnectorEntry",
     "build_connector",
     "check_no_inline_secrets",
     "is_secret_option",
@@ -85,219 +66,57 @@ _ENV_FIELD = re.compile(r"(?:_env|[a-z0-9]Env)$")
 _MCP_NAME_MAPPINGS = frozenset({"env", "headers_env", "headersEnv"})
 
 
-def _aliases(*names: str) -> Any:
-    """snake_case first, then the Relay-E config's camelCase spellings."""
-    return Field(default=None, validation_alias=AliasChoices(*names))
+class ConnectorEntry(BaseModel):
+    """One ``connectors[]`` entry of ``relay.config.json``, its ``config`` checked by its type
+    (the type's options model, or its factory's keyword parameters)."""
 
-
-class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-
-class SQLSpecConfig(_Strict):
-    url: str
-    tables: list[str] | None = _aliases("tables", "tableAllowlist", "table_allowlist")
-    schemas: list[str] | None = None
-    row_limit: int = Field(default=200, validation_alias=AliasChoices("row_limit", "rowLimit"))
-    statement_timeout_s: float = Field(
-        default=30.0, validation_alias=AliasChoices("statement_timeout_s", "statementTimeoutS")
-    )
-    sample_values: int = 0
-
-
-class MongoSpecConfig(_Strict):
-    url: str
-    database: str | None = None
-    collections: list[str] | None = _aliases(
-        "collections", "collectionAllowlist", "collection_allowlist"
-    )
-    sample_size: int = Field(
-        default=100, validation_alias=AliasChoices("sample_size", "sampleSize")
-    )
-    max_depth: int = 3
-    row_limit: int = Field(default=200, validation_alias=AliasChoices("row_limit", "rowLimit"))
-    timeout_s: float = 30.0
-
-
-class HTTPAuthSpec(_Strict):
-    type: Literal["bearer", "basic", "header"]
-    token_env: str | None = _aliases("token_env", "tokenEnv")
-    username_env: str | None = _aliases("username_env", "usernameEnv")
-    password_env: str | None = _aliases("password_env", "passwordEnv")
-    header: str | None = _aliases("header", "headerName", "header_name")
-
-
-class HTTPSpecConfig(_Strict):
-    base_url: str = Field(validation_alias=AliasChoices("base_url", "baseUrl"))
-    auth: HTTPAuthSpec | None = None
-    headers: dict[str, str] | None = _aliases("headers", "extraHeaders", "extra_headers")
-    openapi: str | None = _aliases("openapi", "openApiUrl", "openapi_url")
-    methods: list[str] = ["GET"]
-    timeout_s: float = 30.0
-    max_response_bytes: int = 5_000_000
-    row_limit: int = Field(default=200, validation_alias=AliasChoices("row_limit", "rowLimit"))
-    max_operations: int = 60
-
-
-class WebSearchSpecConfig(_Strict):
-    provider: Literal["tavily", "brave", "serper"] = "tavily"
-    api_key_env: str | None = _aliases("api_key_env", "apiKeyEnv")
-    endpoint: str | None = None
-    max_results: int = 5
-    timeout_s: float = 20.0
-
-
-class _SpecBase(_Strict):
+    type: str
     id: str
     name: str | None = None
     description: str | None = None
-
-
-class SQLSpec(_SpecBase):
-    type: Literal["sql", "postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb"]
-    config: SQLSpecConfig
-
-
-class MongoSpec(_SpecBase):
-    type: Literal["mongo", "mongodb"]
-    config: MongoSpecConfig
-
-
-class HTTPSpec(_SpecBase):
-    type: Literal["http"]
-    config: HTTPSpecConfig
-
-
-class WebSearchSpec(_SpecBase):
-    type: Literal["websearch", "web_search"]
-    config: WebSearchSpecConfig = WebSearchSpecConfig()
-
-
-class MCPSpec(_SpecBase):
-    type: Literal["mcp"]
-    config: MCPSpecConfig
-
-
-SPEC_TYPES = frozenset(
-    tag
-    for spec in (SQLSpec, MongoSpec, HTTPSpec, WebSearchSpec, MCPSpec)
-    for tag in get_args(spec.model_fields["type"].annotation)
-)
-"""Every ``type`` a config entry may have (pydantic puts the one given into error paths)."""
-
-ConnectorSpec = Annotated[
-    SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec | MCPSpec, Field(discriminator="type")
-]
-"""A built-in ``connectors[]`` entry of ``relay.config.json`` (see :data:`ConfigEntry`)."""
-
-
-class PluginSpec(_SpecBase):
-    """An entry of a type a plugin or a notebook cell registered (``relay_nb.ConnectorType``).
-
-    Its ``config`` is checked by that type (its ``config_model``, or its factory's keyword
-    parameters) during validation, so a mistake is reported as ``connectors[2].config.path``
-    like a built-in's; relative ``path_options`` are read from the config file's directory
-    (the validation context's ``base_dir``).
-    """
-
-    type: str
     config: dict[str, Any] = Field(default_factory=dict, validate_default=True)
 
     @model_validator(mode="before")
     @classmethod
     def _known_type(cls, data: Any) -> Any:
-        kind = data.get("type") if isinstance(data, Mapping) else None
-        if isinstance(kind, str) and find_connector_type(kind) is None:
+        if not isinstance(data, Mapping) or "type" not in data:
             raise PydanticCustomError(
-                "unknown_connector_type", "{message}", {"message": unknown_type_message(kind)}
+                "missing_connector_type",
+                'an entry needs a "type": a built-in one (sql, postgres, mongo, http, '
+                "websearch…) or an installed plugin's",
             )
+        kind = data["type"]
+        if isinstance(kind, str):
+            ctype = config_type(kind)
+            if ctype is None or not ctype.in_config:
+                raise PydanticCustomError(
+                    "unknown_connector_type", "{message}", {"message": unknown_type_message(kind)}
+                )
         return data
 
     @field_validator("config")
     @classmethod
     def _checked_by_its_type(cls, config: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        ctype = find_connector_type(info.data.get("type", ""))
+        ctype = config_type(info.data.get("type", ""))
         if ctype is None:  # the type itself was refused: that error says it all
             return config
         base_dir = (info.context or {}).get("base_dir")
         return ctype.check_options(config, base_dir=base_dir)
 
 
-def _entry_kind(value: Any) -> str | None:
-    kind = value.get("type") if isinstance(value, Mapping) else getattr(value, "type", None)
-    if not isinstance(kind, str):
-        return None
-    return "builtin" if kind in SPEC_TYPES else "plugin"
+def build_connector(entry: ConnectorEntry) -> Connector:
+    """The live connector a (substituted, validated) entry describes."""
+    check_connector_id(entry.id)
+    ctype = config_type(entry.type)
+    if ctype is None:
+        raise ConfigurationError(f"connector type {entry.type!r} is no longer registered")
+    return ctype.create(entry.id, entry.config, name=entry.name, description=entry.description)
 
 
-ENTRY_TAGS = frozenset({"builtin", "plugin"})
-"""The tags :data:`ConfigEntry` adds to pydantic's error locations (before the type's own)."""
-
-ConfigEntry = Annotated[
-    Annotated[ConnectorSpec, Tag("builtin")] | Annotated[PluginSpec, Tag("plugin")],
-    Discriminator(
-        _entry_kind,
-        custom_error_type="missing_connector_type",
-        custom_error_message=(
-            'an entry needs a "type": a built-in one (sql, postgres, mongo, http, websearch…) '
-            "or an installed plugin's"
-        ),
-        custom_error_context={},
-    ),
-]
-"""One ``connectors[]`` entry of ``relay.config.json``: a built-in spec, or a plugin's."""
-
-
-def build_connector(
-    spec: SQLSpec | MongoSpec | HTTPSpec | WebSearchSpec | MCPSpec | PluginSpec,
-    *,
-    base_dir: Path | None = None,
-) -> Connector:
-    """The live connector a (substituted) spec describes; relative file paths in it are
-    resolved against ``base_dir`` (the config file's directory)."""
-    check_connector_id(spec.id)
-    common = {"name": spec.name, "description": spec.description}
-    if isinstance(spec, PluginSpec):
-        ctype = find_connector_type(spec.type)
-        if ctype is None:
-            raise ConfigurationError(f"connector type {spec.type!r} is no longer registered")
-        return ctype.create(spec.id, spec.config, **common)
-    if isinstance(spec, MCPSpec):
-        from relay_nb.connectors.mcp import mcp_connector_from_config
-
-        config = spec.config
-        if config.cwd and base_dir is not None:  # a server's directory, next to the config
-            config = config.model_copy(
-                update={"cwd": str((base_dir / Path(config.cwd).expanduser()).resolve())}
-            )
-        return mcp_connector_from_config(spec.id, config, **common)
-    if isinstance(spec, SQLSpec):
-        from relay_nb.connectors.sql.connector import SQLConnector
-
-        return SQLConnector(
-            spec.id, spec.config.url, **spec.config.model_dump(exclude={"url"}), **common
-        )
-    if isinstance(spec, MongoSpec):
-        from relay_nb.connectors.mongo import MongoConnector
-
-        return MongoConnector(
-            spec.id, spec.config.url, **spec.config.model_dump(exclude={"url"}), **common
-        )
-    if isinstance(spec, HTTPSpec):
-        from relay_nb.connectors.http import HTTPConnector
-
-        options = spec.config.model_dump(exclude={"base_url", "openapi", "auth"})
-        openapi = spec.config.openapi
-        if openapi and "://" not in openapi:
-            path = Path(openapi).expanduser()
-            openapi = str(path if base_dir is None else (base_dir / path).resolve())
-        auth = spec.config.auth.model_dump(exclude_none=True) if spec.config.auth else None
-        return HTTPConnector(
-            spec.id, spec.config.base_url, auth=auth, openapi=openapi, **options, **common
-        )
-    from relay_nb.connectors.websearch import WebSearchConnector
-
-    return WebSearchConnector(spec.id, **spec.config.model_dump(), **common)
+def _is_builtin(kind: str | None) -> bool:
+    return kind is not None and builtin_type(kind) is not None
 
 
 def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
@@ -319,7 +138,7 @@ def check_no_inline_secrets(entry: Mapping[str, Any], where: str) -> None:
     kind = kind if isinstance(kind, str) else None
     _check_variable_names(config, kind, where)
     _refuse_inline_strings(config, kind, f"{where}.config")
-    if kind in SPEC_TYPES:
+    if _is_builtin(kind):
         auth = config.get("auth")
         if isinstance(auth, Mapping):
             for key in ("token", "password", "username", "apiKey", "api_key"):
@@ -356,7 +175,7 @@ def _names_variables(kind: str | None, top: bool, key: Any, value: Any) -> bool:
     """Whether a built-in type's option holds variable *names*: a ``*_env`` string field
     (``token_env``, ``apiKeyEnv``) at any depth, or the MCP type's ``env`` / ``headers_env``
     (``headersEnv``) mapping. A plugin's options never do: its ``env`` may hold values."""
-    if kind not in SPEC_TYPES:
+    if not _is_builtin(kind):
         return False
     if isinstance(value, str) and _ENV_FIELD.search(str(key)):
         return True

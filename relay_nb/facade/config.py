@@ -24,10 +24,10 @@ below what ``Relay(...)``, a skill or a question says, above the defaults.
 Order of checks, so nothing half-applies: the JSON parses; no secret is written inline
 (:func:`~relay_nb.connectors.specs.check_no_inline_secrets`); every ``${VAR}`` is set (a
 missing one is named with its place in the file; in a URL's ``user:password@`` or query the
-value is percent-encoded); pydantic validates the result — a ``type`` that is not built-in
-is looked up among the plugin types (``relay_nb.connector_types()``) and its ``config``
-checked by that type; only then are connectors built — and if one cannot be, those already
-built are closed again.
+value is percent-encoded); pydantic validates the result — each entry's ``type`` is looked
+up among the connector types (the built-in ones first, then plugins':
+``relay_nb.connector_types()``) and its ``config`` checked by that type; only then are
+connectors built — and if one cannot be, those already built are closed again.
 """
 
 from __future__ import annotations
@@ -47,10 +47,8 @@ from relay_nb.agent.settings import settings_layer
 from relay_nb.agent.skills import Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.specs import (
-    ENTRY_TAGS,
     ENV_REFERENCE,
-    SPEC_TYPES,
-    ConfigEntry,
+    ConnectorEntry,
     build_connector,
     check_no_inline_secrets,
     is_secret_option,
@@ -85,7 +83,7 @@ class RelayConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    connectors: list[ConfigEntry] = []
+    connectors: list[ConnectorEntry] = []
     skills: list[SkillSpec] = []
     settings: dict[str, Any] = {}
     """The ``config`` settings layer, checked by :func:`settings_layer` (a model is a
@@ -145,7 +143,7 @@ def build_connectors(config: RelayConfig) -> list[Connector]:
     try:
         for spec in config.connectors:
             try:
-                built.append(build_connector(spec, base_dir=config.base_dir))
+                built.append(build_connector(spec))
             except ConfigurationError as exc:
                 raise ConfigurationError(f"connector {spec.id!r}: {exc}") from None
     except BaseException:
@@ -219,22 +217,9 @@ def _where(path: tuple[str | int, ...]) -> str:
 def _validation_message(label: str, exc: ValidationError) -> str:
     problems = []
     for error in exc.errors()[:_MAX_ERRORS]:
-        place = _where(_without_union_tags(tuple(error["loc"])))
+        place = _where(tuple(error["loc"]))
         problems.append(f"{place}: {error['msg']}")
     more = exc.error_count() - len(problems)
     suffix = f" (and {more} more)" if more > 0 else ""
     # a plugin model's message may echo its input: a ${VAR}-substituted secret
     return redact(f"{label} is not a valid relay config: " + "; ".join(problems) + suffix)
-
-
-def _without_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """pydantic puts the union tags ('builtin', then the type: 'sqlite', 'http'…; or
-    'plugin') into a connector entry's error location, right after its index."""
-    if len(loc) < 2 or loc[0] != "connectors" or not isinstance(loc[1], int):
-        return loc
-    rest = list(loc[2:])
-    if rest and rest[0] in ENTRY_TAGS:
-        tag = rest.pop(0)
-        if tag == "builtin" and rest and rest[0] in SPEC_TYPES:
-            rest.pop(0)
-    return (*loc[:2], *rest)

@@ -1,18 +1,20 @@
 """What ``relay.connect(id, target)`` builds from what the analyst hands it.
 
-One verb for every kind of data, chosen by the target: a DataFrame (or a mapping of them, or
-a function returning one) becomes a DuckDB-backed ``DataFrameConnector``; a ``mongodb://``
-URL a ``MongoConnector``; an ``http(s)://`` URL an ``HTTPConnector``; a web-search provider
-name (``"tavily"``, ``"brave"``, ``"serper"``) a ``WebSearchConnector``; any other URL or a
-SQLAlchemy engine a ``SQLConnector``. Keyword options go to that connector; one it does not
-take is reported with the ones it does.
+One verb for every kind of data, chosen by the target and answered by the connector types
+(:mod:`relay_nb.connectors.plugins`), built-in and plugin alike: a URL goes to the type that
+claims its scheme (``mongodb://`` Mongo, ``https://`` HTTP; a scheme a plugin or a cell
+claims, ``csvdir:///data``, that type), any other URL to SQL (SQLAlchemy reads it); a bare
+word to the web-search type when it names a provider (``"tavily"``), else to the plugin type
+of that name (``relay.connect("files", "csvdir", path="data/")``, the JSON config's form); an
+object to the built-in type that accepts it (a SQLAlchemy engine, a DataFrame, a mapping of
+them, a function returning one). Keyword options go to that type, which names the ones it
+takes when one is unknown.
 
-Beyond the built-ins: an object with a ``build_connector(connector_id, **options)`` method (a
-descriptor such as ``relay_nb.MCP(...)``) builds its own connector; a URL whose scheme a
-connector type from a plugin or a cell claims (``csvdir:///data``), or that type's bare name
-(``relay.connect("files", "csvdir", path="data/")``, the JSON config's form), builds that
-type. Built-in schemes (``postgresql``, ``mongodb``, ``https``…) never reach a plugin, and
-the common SQL URLs are built without reading the installed plugins at all.
+Beyond the types: a ``Connector`` is registered as it is, and an object with a
+``build_connector(connector_id, **options)`` method (a descriptor such as
+``relay_nb.MCP(...)``) builds its own connector. Built-in schemes (``postgresql``,
+``mongodb``, ``https``…) never reach a plugin, and the common SQL URLs are built without
+reading the installed plugins at all.
 """
 
 from __future__ import annotations
@@ -21,23 +23,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay_nb.connectors.base import Connector
+from relay_nb.connectors.dataframe.kind import is_frame
 from relay_nb.connectors.plugins import (
     BUILTIN_TYPE_NAMES,
+    BUILTIN_TYPES,
     COMMON_OPTIONS,
+    SQL_TYPE,
     TYPE_NAME,
     WEB_SEARCH_PROVIDERS,
     ConnectorType,
     connector_type_for_scheme,
     describe_error,
     find_connector_type,
-    is_builtin_scheme,
     is_sql_dialect_scheme,
     keyword_parameters,
     unknown_type_message,
 )
+from relay_nb.connectors.sql.kind import is_engine
 from relay_nb.errors import ConfigurationError, RelayError
 
-__all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "is_engine", "is_frame"]
+__all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "connector_type_for", "is_engine", "is_frame"]
 
 
 def connector_for(connector_id: str, target: Any, options: Mapping[str, Any]) -> Connector:
@@ -53,59 +58,44 @@ def connector_for(connector_id: str, target: Any, options: Mapping[str, Any]) ->
         return target
     if _is_descriptor(target):
         return _from_descriptor(connector_id, target, options)
+    ctype, given = connector_type_for(target)
+    return ctype.connect(connector_id, options, url=given)
+
+
+def connector_type_for(target: Any) -> tuple[ConnectorType, Any]:
+    """``(type, target for its from_url)``: the type that builds from ``target`` (see the
+    module docstring); the second item is None for a bare type name (no target to read)."""
     if isinstance(target, str):
-        plugin, url = _plugin_type(target)
-        if plugin is not None:
-            return plugin.connect(connector_id, options, url=url)
-    factory, positional = _factory(target)
-    _check_options(factory, options)
-    return factory(connector_id, *positional, **options)
-
-
-def is_frame(value: object) -> bool:
-    """A pandas DataFrame, without importing pandas when the caller has not."""
-    cls = type(value)
-    return cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
-
-
-def _factory(target: Any) -> tuple[Callable[..., Connector], tuple[Any, ...]]:
-    if is_frame(target) or (callable(target) and not isinstance(target, type)):
-        from relay_nb.connectors.dataframe import DataFrameConnector
-
-        return DataFrameConnector, (target,)
-    if isinstance(target, Mapping):
-        if target and all(is_frame(v) or callable(v) for v in target.values()):
-            from relay_nb.connectors.dataframe import DataFrameConnector
-
-            return DataFrameConnector, (dict(target),)
-        raise ConfigurationError(
-            "connect() takes a mapping only of table names to DataFrames, e.g. "
-            "relay.connect('sales', {'orders': orders_df, 'customers': customers_df})"
-        )
-    if is_engine(target):
-        return _sql(), (target,)
-    if not isinstance(target, str):
-        raise ConfigurationError(
-            f"connect() takes a DataFrame, a database URL, a mongodb:// or https:// URL, a "
-            f"web-search provider name {WEB_SEARCH_PROVIDERS}, a SQLAlchemy engine, a "
-            "Connector, a connector plugin's type name or URL, or an object with a "
-            f"build_connector(connector_id, **options) method — not {type(target).__name__}"
-        )
-    scheme = target.split("://", 1)[0].lower() if "://" in target else ""
-    if scheme in ("mongodb", "mongodb+srv"):
-        from relay_nb.connectors.mongo import MongoConnector
-
-        return MongoConnector, (target,)
-    if scheme in ("http", "https"):
-        from relay_nb.connectors.http import HTTPConnector
-
-        return HTTPConnector, (target,)
-    provider = target.strip().lower().removeprefix("websearch:")
-    if provider in WEB_SEARCH_PROVIDERS:
-        from relay_nb.connectors.websearch import WebSearchConnector
-
-        return _web_search(WebSearchConnector, provider), ()
-    return _sql(), (target,)
+        text = target.strip()
+        if "://" in text:
+            scheme = text.split("://", 1)[0].lower()
+            base = scheme.split("+", 1)[0]
+            for ctype in BUILTIN_TYPES:
+                if scheme in ctype.url_schemes or base in ctype.url_schemes:
+                    return ctype, target
+            if is_sql_dialect_scheme(scheme, installed=False):
+                return SQL_TYPE, target  # the common case: no plugin metadata is read
+            plugin = connector_type_for_scheme(scheme)
+            return (plugin, text) if plugin is not None else (SQL_TYPE, target)
+        for ctype in BUILTIN_TYPES:
+            if ctype.accepts is not None and ctype.accepts(text):
+                return ctype, target
+        word = text.lower()
+        if word in BUILTIN_TYPE_NAMES or not TYPE_NAME.match(word):
+            return SQL_TYPE, target  # SQLAlchemy says what is wrong with it as a URL
+        found = find_connector_type(word)
+        if found is None:
+            raise ConfigurationError(unknown_type_message(text, in_config=False))
+        return found, None
+    for ctype in BUILTIN_TYPES:
+        if ctype.accepts is not None and ctype.accepts(target):
+            return ctype, target
+    raise ConfigurationError(
+        f"connect() takes a DataFrame, a database URL, a mongodb:// or https:// URL, a "
+        f"web-search provider name {WEB_SEARCH_PROVIDERS}, a SQLAlchemy engine, a "
+        "Connector, a connector plugin's type name or URL, or an object with a "
+        f"build_connector(connector_id, **options) method — not {type(target).__name__}"
+    )
 
 
 def _is_descriptor(target: Any) -> bool:
@@ -127,7 +117,7 @@ def _from_descriptor(connector_id: str, target: Any, options: Mapping[str, Any])
         k: options[k] for k in COMMON_OPTIONS if k in options and own is not None and k not in own
     }
     rest = {k: v for k, v in options.items() if k not in common}
-    _check_options(build, rest, kind=kind, skip_first=True, common=True)
+    _check_options(build, rest, kind=kind)
     try:
         connector = build(connector_id, **rest)
     except RelayError:
@@ -150,68 +140,16 @@ def _from_descriptor(connector_id: str, target: Any, options: Mapping[str, Any])
     return connector
 
 
-def _plugin_type(target: str) -> tuple[ConnectorType | None, str | None]:
-    """The plugin (or notebook) type a string names: by its URL's scheme, or as a bare type
-    name; ``(None, None)`` for everything the built-ins take. A bare word that is neither
-    (``"csvdr"``) can be no SQLAlchemy URL either: it is reported as an unknown type."""
-    text = target.strip()
-    if "://" in text:
-        scheme = text.split("://", 1)[0].lower()
-        if is_builtin_scheme(scheme) or is_sql_dialect_scheme(scheme, installed=False):
-            return None, None  # the common case: no plugin metadata is read
-        return connector_type_for_scheme(scheme), text
-    word = text.lower()
-    if word in WEB_SEARCH_PROVIDERS or word in BUILTIN_TYPE_NAMES or not TYPE_NAME.match(word):
-        return None, None
-    found = find_connector_type(word)
-    if found is None:
-        raise ConfigurationError(unknown_type_message(text, in_config=False))
-    return found, None
-
-
-def _sql() -> Callable[..., Connector]:
-    from relay_nb.connectors.sql.connector import SQLConnector
-
-    return SQLConnector
-
-
-def _web_search(cls: type[Connector], provider: str) -> Callable[..., Connector]:
-    def build(connector_id: str, **options: Any) -> Connector:
-        return cls(connector_id, provider=provider, **options)  # type: ignore[call-arg]
-
-    build.__wrapped__ = cls  # type: ignore[attr-defined] - _check_options reads the real signature
-    return build
-
-
-def _check_options(
-    factory: Callable[..., Any],
-    options: Mapping[str, Any],
-    *,
-    kind: str | None = None,
-    skip_first: bool = False,
-    common: bool = False,
-) -> None:
-    """Unknown options, named with the accepted ones (``common``: also every connector's
-    ``name`` and ``description``, which the caller sets itself)."""
-    # a connector class's positional parameters (a URL, the frames) are not options; a
-    # bound build_connector(connector_id, ...) takes all its keyword ones
-    read = keyword_parameters(factory, skip_first=skip_first, keyword_only=not skip_first)
+def _check_options(factory: Callable[..., Any], options: Mapping[str, Any], *, kind: str) -> None:
+    """Unknown options of a descriptor's ``build_connector``, named with the accepted ones
+    (every connector's ``name`` and ``description`` included, which the caller sets)."""
+    read = keyword_parameters(factory, skip_first=True)
     if read is None or read[1]:
         return  # it takes anything (or cannot be read): it checks its own options
-    accepted = [p for p in read[0] if skip_first or p != "provider"]  # web search's own
-    if common:
-        accepted = list(dict.fromkeys([*COMMON_OPTIONS, *accepted]))
+    accepted = list(dict.fromkeys([*COMMON_OPTIONS, *read[0]]))
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        target = getattr(factory, "__wrapped__", factory)
-        kind = kind or getattr(target, "__name__", "this connector")
         raise ConfigurationError(
             f"{kind} does not take {', '.join(unknown)}; it takes: "
             f"{', '.join(accepted) or 'no options'}"
         )
-
-
-def is_engine(value: object) -> bool:
-    """A SQLAlchemy engine, without importing SQLAlchemy when the caller has not."""
-    cls = type(value)
-    return cls.__name__ == "Engine" and cls.__module__.startswith("sqlalchemy")

@@ -151,7 +151,7 @@ def test_a_secret_from_the_environment_is_redacted(
         },
     )
     config = load_config(path)
-    assert config.connectors[0].config.url.endswith("ro:s3cret-from-env@127.0.0.1:1/x")
+    assert config.connectors[0].config["url"].endswith("ro:s3cret-from-env@127.0.0.1:1/x")
     assert redact("login failed for s3cret-from-env") == "login failed for [REDACTED]"
 
 
@@ -365,7 +365,7 @@ def test_arguments_that_are_no_inline_connection_string_secret_pass(
 ) -> None:
     monkeypatch.setenv("DB_PW", "pw-from-env")
     config = load_config(write(tmp_path, mcp_args(arg)))
-    assert config.connectors[0].config.args == [arg.replace("${DB_PW}", "pw-from-env")]  # type: ignore[union-attr]
+    assert config.connectors[0].config["args"] == [arg.replace("${DB_PW}", "pw-from-env")]
 
 
 @pytest.mark.parametrize(

@@ -104,7 +104,9 @@ def test_connect_errors_say_what_to_do(target: object, message: str) -> None:
 
 def test_connect_names_the_options_a_connector_takes(shop_url: str) -> None:
     relay = Relay(ScriptedRuntime(), ledger=False)
-    with pytest.raises(ConfigurationError, match="SQLConnector does not take collections; it "):
+    with pytest.raises(
+        ConfigurationError, match="the sql connector does not take collections; it "
+    ):
         relay.connect("shop", shop_url, collections=["orders"])
     assert relay.connectors == {}
 

@@ -12,7 +12,6 @@ from pydantic import BaseModel
 import relay_nb
 from relay_nb import ConfigurationError
 from relay_nb.connectors import plugins
-from relay_nb.connectors.specs import SPEC_TYPES
 
 
 def test_the_public_names_are_the_plugin_module_objects() -> None:
@@ -25,7 +24,36 @@ def test_the_public_names_are_the_plugin_module_objects() -> None:
 
 
 def test_the_reserved_names_are_the_config_file_types_and_the_python_only_kinds() -> None:
-    assert SPEC_TYPES | {"dataframe", "mcp"} == plugins.BUILTIN_TYPE_NAMES
+    assert {
+        *("sql", "postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb"),
+        *("mongo", "mongodb", "http", "websearch", "web_search", "dataframe", "mcp"),
+    } == plugins.BUILTIN_TYPE_NAMES
+    assert {n for t in plugins.BUILTIN_TYPES for n in t.names} == plugins.BUILTIN_TYPE_NAMES
+
+
+def test_the_built_ins_are_connector_types_listed_with_their_options() -> None:
+    """One record per built-in kind, the plugins' own: name, spellings, schemes, options."""
+    assert all(isinstance(t, relay_nb.ConnectorType) and t.builtin for t in plugins.BUILTIN_TYPES)
+    assert plugins.builtin_type("postgres") is plugins.builtin_type("sql") is plugins.SQL_TYPE
+    rows = {row.name: row for row in relay_nb.connector_types() if row.source == "built-in"}
+    assert list(rows) == ["sql", "mongo", "http", "websearch", "dataframe", "mcp"]
+    sql, http, frames = rows["sql"], rows["http"], rows["dataframe"]
+    assert "postgres" in sql.aliases and "postgresql" in sql.url_schemes
+    assert {"url", "tables", "tableAllowlist", "row_limit", "statement_timeout_s"} <= set(
+        sql.options or ()
+    )
+    assert {"base_url", "auth", "openapi"} <= set(http.options or ()) and "https" in (
+        http.url_schemes
+    )
+    assert frames.in_config is False and {"row_limit", "statement_timeout_s"} <= set(
+        frames.options or ()
+    )
+    assert all(row.origin == "relay_nb" and row.description for row in rows.values())
+
+
+def test_a_built_in_type_cannot_be_registered_again() -> None:
+    with pytest.raises(ConfigurationError, match="'sql' is a built-in connector type"):
+        relay_nb.register_connector_type(plugins.SQL_TYPE)
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,7 @@ def test_a_config_password_with_url_syntax_stays_one_password(
     path = tmp_path / "relay.config.json"
     config = {"connectors": [{"type": "postgres", "id": "w", "config": {"url": url + options}}]}
     path.write_text(json.dumps(config))
-    parsed = make_url(load_config(path).connectors[0].config.url)
+    parsed = make_url(load_config(path).connectors[0].config["url"])
     assert parsed.password == password
     assert parsed.host == "db.internal" and parsed.database == "shop"  # host: not encoded
     assert parsed.query == {"application_name": "db.internal", "password": password}

@@ -21,8 +21,12 @@ provider's name (``tavily``…), a built-in URL scheme (``postgresql``, ``mongod
 ``https``…) or a scheme SQLAlchemy reads as a database (``snowflake``…): what the built-ins
 mean never depends on what else is installed.
 
-Modules: :mod:`.builtins` (the reserved names and schemes), :mod:`.connector_type` (the
-type, its option checks), :mod:`.discovery` (entry points), :mod:`.registry` (lookups).
+The built-in kinds are the same record, declared beside their connector classes (each
+connector package's ``kind.py``) and listed in :mod:`.builtins`.
+
+Modules: :mod:`.builtins` (the built-in types, the reserved names and schemes),
+:mod:`.connector_type` (the type, its option checks), :mod:`.discovery` (entry points),
+:mod:`.registry` (lookups).
 """
 
 from __future__ import annotations
@@ -30,21 +34,26 @@ from __future__ import annotations
 from relay_nb.connectors.plugins.builtins import (
     BUILTIN_SCHEMES,
     BUILTIN_TYPE_NAMES,
+    BUILTIN_TYPES,
     RESERVED_TYPE_NAMES,
-    TYPE_NAME,
+    SQL_TYPE,
     WEB_SEARCH_PROVIDERS,
+    builtin_type,
     is_builtin_scheme,
     is_sql_dialect_scheme,
 )
 from relay_nb.connectors.plugins.connector_type import (
     COMMON_OPTIONS,
+    TYPE_NAME,
     ConnectorType,
+    LazyFactory,
     describe_error,
     keyword_parameters,
 )
 from relay_nb.connectors.plugins.discovery import ENTRY_POINT_GROUP, ConnectorPluginWarning
 from relay_nb.connectors.plugins.registry import (
     ConnectorTypeInfo,
+    config_type,
     connector_type_for_scheme,
     connector_types,
     find_connector_type,
@@ -55,15 +64,20 @@ from relay_nb.connectors.plugins.registry import (
 
 __all__ = [
     "BUILTIN_SCHEMES",
+    "BUILTIN_TYPES",
     "BUILTIN_TYPE_NAMES",
     "COMMON_OPTIONS",
     "ENTRY_POINT_GROUP",
     "RESERVED_TYPE_NAMES",
+    "SQL_TYPE",
     "TYPE_NAME",
     "WEB_SEARCH_PROVIDERS",
     "ConnectorPluginWarning",
     "ConnectorType",
     "ConnectorTypeInfo",
+    "LazyFactory",
+    "builtin_type",
+    "config_type",
     "connector_type_for_scheme",
     "connector_types",
     "describe_error",

@@ -1,8 +1,11 @@
-"""What the built-in connectors mean — the names and URL schemes no plugin may take.
+"""The built-in connector types, and the names and URL schemes no plugin may take.
 
-The one source :mod:`relay_nb.connectors.specs`, :mod:`relay_nb.facade.targets` and the plugin
-registry check against, so that what ``relay.connect("w", "tavily")``, ``{"type": "sql"}`` or
-``snowflake://…`` builds never depends on what else is installed:
+Each built-in kind is a :class:`ConnectorType` declared beside its connector class (its
+``kind.py``: options model, config spellings, URL schemes, the Python targets it accepts), the
+same record a plugin registers. This module lists them, in the order ``relay.connect`` tries
+them, and derives what :mod:`relay_nb.connectors.specs`, :mod:`relay_nb.facade.targets` and
+the plugin registry check against, so that what ``relay.connect("w", "tavily")``,
+``{"type": "sql"}`` or ``snowflake://…`` builds never depends on what else is installed:
 
 - the config-file types and their aliases, and the kinds built only from Python;
 - the web-search provider names, which ``relay.connect`` reads as a bare word;
@@ -13,60 +16,51 @@ registry check against, so that what ``relay.connect("w", "tavily")``, ``{"type"
 
 from __future__ import annotations
 
-import re
 import threading
-from dataclasses import dataclass
+
+from relay_nb.connectors.dataframe.kind import DATAFRAME_TYPE
+from relay_nb.connectors.http.kind import HTTP_TYPE
+from relay_nb.connectors.mcp.kind import MCP_TYPE
+from relay_nb.connectors.mongo.kind import MONGO_TYPE
+from relay_nb.connectors.plugins.connector_type import SCHEME, TYPE_NAME, ConnectorType
+from relay_nb.connectors.sql.kind import SQL_TYPE
+from relay_nb.connectors.websearch.kind import WEB_SEARCH_PROVIDERS, WEBSEARCH_TYPE
 
 __all__ = [
-    "BUILTINS",
     "BUILTIN_SCHEMES",
+    "BUILTIN_TYPES",
     "BUILTIN_TYPE_NAMES",
     "CONFIG_TYPE_NAMES",
     "RESERVED_TYPE_NAMES",
     "SCHEME",
     "SQL_DIALECT_SCHEMES",
+    "SQL_TYPE",
     "TYPE_NAME",
     "WEB_SEARCH_PROVIDERS",
+    "builtin_type",
     "is_builtin_scheme",
     "is_sql_dialect_scheme",
 ]
 
-TYPE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-SCHEME = re.compile(r"^[a-z][a-z0-9+.-]{0,39}$")
-
-
-@dataclass(frozen=True)
-class Builtin:
-    name: str
-    aliases: tuple[str, ...]
-    url_schemes: tuple[str, ...]
-    description: str
-    in_config: bool = True
-
-
-BUILTINS = (
-    Builtin(
-        "sql",
-        ("postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb"),
-        ("postgresql", "postgres", "mysql", "mariadb", "sqlite", "duckdb", "mssql", "oracle"),
-        "a SQL database (any SQLAlchemy URL): guarded read-only SQL",
-    ),
-    Builtin("mongo", ("mongodb",), ("mongodb", "mongodb+srv"), "MongoDB: find and aggregate"),
-    Builtin("http", (), ("http", "https"), "an HTTP API under a fixed base URL"),
-    Builtin("websearch", ("web_search",), (), "web search (tavily, brave, serper)"),
-    Builtin("dataframe", (), (), "pandas DataFrames as SQL tables: relay.connect(id, df)", False),
-    Builtin("mcp", (), (), "an MCP server (stdio or streamable HTTP): relay_nb.MCP(...)"),
+BUILTIN_TYPES: tuple[ConnectorType, ...] = (
+    SQL_TYPE,
+    MONGO_TYPE,
+    HTTP_TYPE,
+    WEBSEARCH_TYPE,
+    DATAFRAME_TYPE,
+    MCP_TYPE,
 )
+"""Every built-in kind; ``relay.connect`` asks them in this order whether they accept a
+target (SQL also takes every URL no other type claims)."""
 
-WEB_SEARCH_PROVIDERS = ("tavily", "brave", "serper")
-"""What ``relay.connect(id, NAME)`` builds a web-search connector from."""
-BUILTIN_TYPE_NAMES = frozenset(n for b in BUILTINS for n in (b.name, *b.aliases))
+BUILTIN_TYPE_NAMES = frozenset(name for ctype in BUILTIN_TYPES for name in ctype.names)
 """The config-file types and the kinds built only from Python."""
 RESERVED_TYPE_NAMES = BUILTIN_TYPE_NAMES | frozenset(WEB_SEARCH_PROVIDERS)
 """Names no plugin may take: the built-in types and the web-search provider names."""
-BUILTIN_SCHEMES = frozenset(s for b in BUILTINS for s in b.url_schemes)
+BUILTIN_SCHEMES = frozenset(scheme for ctype in BUILTIN_TYPES for scheme in ctype.url_schemes)
 """URL schemes of the built-ins (a SQL URL's base dialect, before ``+driver``)."""
-CONFIG_TYPE_NAMES = sorted(n for b in BUILTINS if b.in_config for n in (b.name, *b.aliases))
+CONFIG_TYPE_NAMES = sorted(n for ctype in BUILTIN_TYPES if ctype.in_config for n in ctype.names)
+_BY_NAME = {name: ctype for ctype in BUILTIN_TYPES for name in ctype.names}
 
 SQL_DIALECT_SCHEMES = frozenset(
     {
@@ -86,6 +80,11 @@ _lock = threading.Lock()
 _installed_dialects: frozenset[str] | None = None
 
 
+def builtin_type(name: str) -> ConnectorType | None:
+    """The built-in type a config spelling names (``postgres`` is ``sql``), or None."""
+    return _BY_NAME.get(name) if isinstance(name, str) else None
+
+
 def is_builtin_scheme(scheme: str) -> bool:
     """Whether a built-in connector owns ``scheme`` (``postgresql+psycopg`` included)."""
     scheme = scheme.lower()
@@ -97,7 +96,7 @@ def is_sql_dialect_scheme(scheme: str, *, installed: bool = True) -> bool:
     ``installed``) one a package registers under ``sqlalchemy.dialects`` here (that group
     is read once per process)."""
     base = scheme.lower().split("+", 1)[0]
-    if base in SQL_DIALECT_SCHEMES or is_builtin_scheme(base):
+    if base in SQL_DIALECT_SCHEMES or base in SQL_TYPE.url_schemes:
         return True
     return installed and base in _dialect_entry_points()
 

@@ -1,13 +1,15 @@
-"""``ConnectorType``: one kind of connector a plugin (or a notebook cell) adds — its name, how
-to build one, what its options are — and the checks that keep it from taking a built-in's
-meaning. Also the keyword-parameter reading ``relay.connect`` shares, and the one short,
-redacted description of a plugin's exception every message here uses.
+"""``ConnectorType``: one kind of connector — its name, how to build one, what its options are,
+which ``relay.connect`` targets and config entries it takes — for the built-in kinds and for
+the ones a plugin (or a notebook cell) adds alike, with the checks that keep a plugin from
+taking a built-in's meaning. Also the keyword-parameter reading ``relay.connect`` shares, and
+the one short, redacted description of an exception every message here uses.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,54 +19,105 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from relay_nb.connectors.base import Connector, check_connector_id
-from relay_nb.connectors.plugins.builtins import (
-    BUILTIN_TYPE_NAMES,
-    RESERVED_TYPE_NAMES,
-    SCHEME,
-    TYPE_NAME,
-    WEB_SEARCH_PROVIDERS,
-    is_builtin_scheme,
-    is_sql_dialect_scheme,
-)
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.redaction import redact
 
-__all__ = ["COMMON_OPTIONS", "ConnectorType", "describe_error", "keyword_parameters"]
+__all__ = [
+    "COMMON_OPTIONS",
+    "SCHEME",
+    "TYPE_NAME",
+    "ConnectorType",
+    "LazyFactory",
+    "describe_error",
+    "keyword_parameters",
+]
 
 COMMON_OPTIONS = ("name", "description")
 """What every connector takes, whatever its kind."""
+TYPE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+SCHEME = re.compile(r"^[a-z][a-z0-9+.-]{0,39}$")
 _MAX_PROBLEM_CHARS = 300
 _KEYWORD = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 @dataclass(frozen=True)
 class ConnectorType:
-    """One kind of connector a plugin (or a notebook cell) adds.
+    """One kind of connector: a built-in one, or one a plugin (or a notebook cell) adds.
 
-    - ``name``: its ``type`` in ``relay.config.json``, lowercase (``csvdir``, ``s3-parquet``).
+    - ``name``: its ``type`` in ``relay.config.json``, lowercase (``csvdir``, ``s3-parquet``);
+      ``aliases`` are other spellings a config file may use (``postgres`` for ``sql``).
     - ``factory(connector_id, **options) -> Connector``: builds one.
     - ``config_model``: a pydantic model validating the options (the JSON ``config`` and
-      ``relay.connect`` keywords); its ``model_dump()`` is what the factory receives.
-      Without it the factory's own keyword parameters are the accepted options.
-    - ``url_schemes``: ``relay.connect(id, "scheme://…")`` builds this type; ``from_url``
-      turns such a URL into options (default ``{"url": the URL}``).
+      ``relay.connect`` keywords); its ``model_dump()`` is what the factory receives
+      (``factory_defaults=True``: only the options given, so the factory's own defaults fill
+      the rest and are stated once). Without it the factory's own keyword parameters are the
+      accepted options. ``python_keywords=True``: ``relay.connect`` keywords go to the factory
+      as given (objects such as an engine or a transport included), checked by its signature;
+      the model then checks config entries only.
+    - ``url_schemes``: ``relay.connect(id, "scheme://…")`` builds this type; ``accepts(target)``
+      says which other targets it builds from (a DataFrame, an engine, a provider name);
+      ``from_url`` turns the target into options (default ``{"url": target}``).
     - ``path_options``: options naming files or directories; a relative one in a config file
-      is read from the file's directory, like the built-ins' ``openapi``.
+      is read from the file's directory (a URL is left as it is).
+    - ``in_config``: whether a config file may declare it (DataFrames come only from Python).
     """
 
     name: str
     factory: Callable[..., Connector]
     config_model: type[BaseModel] | None = None
     url_schemes: tuple[str, ...] = ()
-    from_url: Callable[[str], Mapping[str, Any]] | None = None
+    from_url: Callable[[Any], Mapping[str, Any]] | None = None
     path_options: tuple[str, ...] = ()
     description: str = ""
+    aliases: tuple[str, ...] = ()
+    accepts: Callable[[Any], bool] | None = None
+    in_config: bool = True
+    factory_defaults: bool = False
+    python_keywords: bool = False
+    builtin: bool = False
+    """relay_nb's own kinds only: they may take the reserved names and schemes."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
             raise ConfigurationError(
                 f"connector type name {self.name!r} must be lowercase: a letter, then up to 39 "
                 "letters, digits, '_' or '-' (e.g. 'csvdir')"
+            )
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        schemes = (self.url_schemes,) if isinstance(self.url_schemes, str) else self.url_schemes
+        schemes = tuple(str(s).lower().removesuffix("://") for s in schemes)
+        object.__setattr__(self, "url_schemes", schemes)
+        object.__setattr__(self, "path_options", tuple(self.path_options))
+        if not callable(self.factory):
+            raise ConfigurationError(f"connector type {self.name!r}: factory must be callable")
+        model = self.config_model
+        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise ConfigurationError(
+                f"connector type {self.name!r}: config_model must be a pydantic BaseModel class"
+            )
+        for scheme in schemes:
+            if not SCHEME.match(scheme):
+                raise ConfigurationError(
+                    f"connector type {self.name!r}: {scheme!r} is not a URL scheme"
+                )
+        if not self.builtin:
+            self._check_not_builtin()
+
+    def _check_not_builtin(self) -> None:
+        """A plugin's type may take no built-in name or scheme: what the built-ins mean never
+        depends on what else is installed."""
+        from relay_nb.connectors.plugins.builtins import (
+            BUILTIN_TYPE_NAMES,
+            RESERVED_TYPE_NAMES,
+            WEB_SEARCH_PROVIDERS,
+            is_builtin_scheme,
+            is_sql_dialect_scheme,
+        )
+
+        if self.aliases:
+            raise ConfigurationError(
+                f"connector type {self.name!r}: aliases are for the built-in types; register "
+                "each spelling as a type of its own"
             )
         if self.name in BUILTIN_TYPE_NAMES:
             raise ConfigurationError(
@@ -75,20 +128,7 @@ class ConnectorType:
                 f"{self.name!r} names a built-in web-search provider "
                 f"({', '.join(WEB_SEARCH_PROVIDERS)}); give the plugin's type another name"
             )
-        if not callable(self.factory):
-            raise ConfigurationError(f"connector type {self.name!r}: factory must be callable")
-        model = self.config_model
-        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise ConfigurationError(
-                f"connector type {self.name!r}: config_model must be a pydantic BaseModel class"
-            )
-        schemes = (self.url_schemes,) if isinstance(self.url_schemes, str) else self.url_schemes
-        schemes = tuple(str(s).lower().removesuffix("://") for s in schemes)
-        for scheme in schemes:
-            if not SCHEME.match(scheme):
-                raise ConfigurationError(
-                    f"connector type {self.name!r}: {scheme!r} is not a URL scheme"
-                )
+        for scheme in self.url_schemes:
             if is_builtin_scheme(scheme):
                 raise ConfigurationError(
                     f"connector type {self.name!r}: the {scheme}:// scheme belongs to a built-in "
@@ -100,8 +140,11 @@ class ConnectorType:
                     "(relay.connect builds a SQL connector from it); claim a scheme of the "
                     "plugin's own"
                 )
-        object.__setattr__(self, "url_schemes", schemes)
-        object.__setattr__(self, "path_options", tuple(self.path_options))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every spelling of this type in a config file: its name, then its aliases."""
+        return (self.name, *self.aliases)
 
     # -- options ---------------------------------------------------------------------------------
 
@@ -148,14 +191,16 @@ class ConnectorType:
                         for key in unknown
                     ],
                 )
+        paths = self._path_keys()
         resolved = {
-            key: _resolve_path(value, base_dir) if key in self.path_options else value
+            key: _resolve_path(value, base_dir) if key in paths else value
             for key, value in options.items()
         }
         if self.config_model is None:
             return resolved
         try:
-            return self.config_model.model_validate(resolved).model_dump()
+            checked = self.config_model.model_validate(resolved)
+            return checked.model_dump(exclude_unset=self.factory_defaults)
         except ValidationError:
             raise
         except Exception as exc:
@@ -173,6 +218,16 @@ class ConnectorType:
                     )
                 ],
             ) from None
+
+    def _path_keys(self) -> set[str]:
+        """The ``path_options`` under every spelling the config model accepts for them."""
+        keys = set(self.path_options)
+        if self.config_model is not None:
+            for name in self.path_options:
+                info = self.config_model.model_fields.get(name)
+                if info is not None:
+                    keys.update(_alias_names(info.alias, info.validation_alias))
+        return keys
 
     # -- building --------------------------------------------------------------------------------
 
@@ -225,18 +280,27 @@ class ConnectorType:
         return connector
 
     def connect(
-        self, connector_id: str, options: Mapping[str, Any], *, url: str | None = None
+        self, connector_id: str, options: Mapping[str, Any], *, url: Any = None
     ) -> Connector:
-        """What ``relay.connect(id, url_or_type_name, **options)`` does with this type:
-        ``name`` and ``description`` are every connector's; the rest are checked like a
-        built-in's (an unknown one is reported with the accepted ones)."""
+        """What ``relay.connect(id, target, **options)`` does with this type: the target (a
+        URL, or an object the type ``accepts``) becomes options through ``from_url``;
+        ``name`` and ``description`` are every connector's; the rest are checked (an unknown
+        one is reported with the accepted ones)."""
         rest = dict(options)
-        accepted = self.option_names()
+        accepted = self._keyword_names() if self.python_keywords else self.option_names()
         common = {
             key: rest.pop(key)
             for key in COMMON_OPTIONS
             if key in rest and (accepted is None or key not in accepted)
         }
+        if self.python_keywords:
+            unknown = [key for key in rest if accepted is not None and key not in accepted]
+            if unknown:
+                takes = ", ".join(dict.fromkeys([*COMMON_OPTIONS, *(accepted or [])]))
+                raise ConfigurationError(
+                    f"the {self.name} connector does not take {', '.join(unknown)}; it takes: "
+                    f"{takes}"
+                )
         if url is not None:
             try:
                 from_url = dict(self.from_url(url) if self.from_url else {"url": url})
@@ -252,11 +316,19 @@ class ConnectorType:
                     f"{', '.join(twice)} is given twice: by the {self.name} URL and as a keyword"
                 )
             rest = {**from_url, **rest}
+        if self.python_keywords:
+            return self.create(connector_id, rest, **common)
         try:
             checked = self.check_options(rest)
         except ValidationError as exc:
             raise ConfigurationError(self._options_message(exc, accepted)) from None
         return self.create(connector_id, checked, **common)
+
+    def _keyword_names(self) -> list[str] | None:
+        """The factory's keyword-only parameters, its options (its positional ones are the
+        target ``from_url`` fills); None when it takes any keyword."""
+        read = keyword_parameters(self.factory, skip_first=True, keyword_only=True)
+        return None if read is None or read[1] else read[0]
 
     def _options_message(self, exc: ValidationError, accepted: list[str] | None) -> str:
         unknown = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
@@ -274,6 +346,31 @@ class ConnectorType:
 
 
 # -- shared helpers ----------------------------------------------------------------------------
+
+
+class LazyFactory:
+    """A factory named by ``"module:attribute"``, imported on first use, so that listing the
+    built-in types imports no connector (nor its driver) until one is built or its options
+    are read. ``__wrapped__`` is the real factory: signatures are read from it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._target: Callable[..., Connector] | None = None
+
+    @property
+    def __wrapped__(self) -> Callable[..., Connector]:
+        if self._target is None:
+            import importlib
+
+            module, _, attribute = self.path.partition(":")
+            self._target = getattr(importlib.import_module(module), attribute)
+        return self._target
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Connector:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<factory {self.path}>"
 
 
 def keyword_parameters(
@@ -323,6 +420,8 @@ def _alias_names(alias: str | None, validation_alias: Any) -> list[str]:
 def _resolve_path(value: Any, base_dir: Path | None) -> Any:
     if base_dir is None or not isinstance(value, str | os.PathLike):
         return value
+    if isinstance(value, str) and "://" in value:
+        return value  # a URL, not a file
     path = Path(value).expanduser()
     if path.is_absolute():
         return value

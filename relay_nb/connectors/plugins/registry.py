@@ -1,25 +1,24 @@
-"""Which connector types this kernel knows: registered from cells, installed, built-in.
+"""Which connector types this kernel knows: built-in, registered from cells, installed.
 
-A notebook cell's type (:func:`register_connector_type`) comes first, then an installed
-plugin's (:mod:`~relay_nb.connectors.plugins.discovery`); built-in names and schemes are never
-looked up here at all.
+Built-in names and schemes are never looked up among plugins (:func:`config_type` answers
+them first); otherwise a notebook cell's type (:func:`register_connector_type`) comes first,
+then an installed plugin's (:mod:`~relay_nb.connectors.plugins.discovery`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from relay_nb.connectors.plugins import discovery
 from relay_nb.connectors.plugins.builtins import (
-    BUILTIN_TYPE_NAMES,
-    BUILTINS,
+    BUILTIN_TYPES,
     CONFIG_TYPE_NAMES,
     RESERVED_TYPE_NAMES,
     SCHEME,
     TYPE_NAME,
+    builtin_type,
     is_builtin_scheme,
 )
 from relay_nb.connectors.plugins.connector_type import ConnectorType
@@ -27,6 +26,7 @@ from relay_nb.errors import ConfigurationError
 
 __all__ = [
     "ConnectorTypeInfo",
+    "config_type",
     "connector_type_for_scheme",
     "connector_types",
     "find_connector_type",
@@ -73,6 +73,8 @@ def register_connector_type(ctype: ConnectorType, *, replace: bool = False) -> C
             f"expected a relay_nb.ConnectorType, got {given}; wrap a connector class as "
             "ConnectorType(name='mytype', factory=MyConnector)"
         )
+    if ctype.builtin:
+        raise ConfigurationError(f"{ctype.name!r} is a built-in connector type; it is registered")
     with discovery.lock:
         if not replace and ctype.name not in _cell_types:
             installed = [ep for ep in discovery.entry_points() if ep.name == ctype.name]
@@ -107,6 +109,12 @@ def unregister_connector_type(name: str) -> ConnectorType:
 
 
 # -- lookups -----------------------------------------------------------------------------------
+
+
+def config_type(name: str) -> ConnectorType | None:
+    """The type a config entry's ``type`` names: a built-in one (by any of its spellings)
+    first, then a notebook's or an installed plugin's; None when nothing claims it."""
+    return builtin_type(name) or find_connector_type(name)
 
 
 def find_connector_type(name: str) -> ConnectorType | None:
@@ -150,10 +158,7 @@ def connector_type_for_scheme(scheme: str) -> ConnectorType | None:
 def connector_types() -> list[ConnectorTypeInfo]:
     """Every connector type this kernel knows: built-in, registered from cells, installed
     (a package installed after the first lookup shows up once the kernel is restarted)."""
-    rows = [
-        ConnectorTypeInfo(source="built-in", origin="relay_nb", **dataclasses.asdict(b))
-        for b in BUILTINS
-    ]
+    rows = [_info(ctype, "built-in", "relay_nb") for ctype in BUILTIN_TYPES]
     with discovery.lock:
         cells = dict(_cell_types)
         plugins = discovery.plugins()
@@ -171,9 +176,10 @@ def unknown_type_message(name: str, *, in_config: bool = True) -> str:
     (``in_config``: it was a config entry's ``type``; else a bare word given to connect)."""
     with discovery.lock:
         extra = sorted(set(_cell_types) | set(discovery.plugins()))
-    if in_config and name in BUILTIN_TYPE_NAMES:
-        return f"{name!r} connectors are built from Python, not from a config file: " + next(
-            b.description for b in BUILTINS if name in (b.name, *b.aliases)
+    builtin = builtin_type(name)
+    if in_config and builtin is not None:
+        return f"{name!r} connectors are built from Python, not from a config file: " + (
+            builtin.description
         )
     lead = (
         f"Input tag {name!r} found using 'type' does not match any connector type"
@@ -197,7 +203,9 @@ def _info(ctype: ConnectorType, source: Any, origin: str, ep: str | None = None)
         source=source,
         origin=origin,
         entry_point=ep,
+        aliases=ctype.aliases,
         url_schemes=ctype.url_schemes,
         options=None if options is None else tuple(options),
         description=ctype.description,
+        in_config=ctype.in_config,
     )

@@ -66,7 +66,7 @@ class SQLConnector(Connector):
     def __init__(
         self,
         id: str,
-        url_or_engine: str | URL | Engine,
+        url: str | URL | Engine,
         *,
         tables: Sequence[str] | None = None,
         schemas: Sequence[str] | None = None,
@@ -93,12 +93,12 @@ class SQLConnector(Connector):
         self._samples: dict[str, list[str]] | None = None
         self._tables = list(tables) if tables is not None else None
         self._schemas = list(schemas) if schemas is not None else None
-        self._owns_engine = not isinstance(url_or_engine, Engine)
-        given = parse_url(url_or_engine) if self._owns_engine else url_or_engine.url
+        self._owns_engine = not isinstance(url, Engine)
+        given = parse_url(url) if self._owns_engine else url.url
         written = given.render_as_string(hide_password=False)
         for secret in url_secrets(written):
             register_secret(secret)
-        self.engine = build_engine(url_or_engine)
+        self.engine = build_engine(url)
         self.target = redact_url(written)
         self._closed = False
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
