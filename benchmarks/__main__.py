@@ -26,6 +26,7 @@ BENCHMARKS = (
     "fetch",
     "context",
     "agent_loop",
+    "facade",
     "tokens",
     "notebook",
     "dataframe_connector",
