@@ -13,12 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from runtime_support import ask, assert_content_free, failure
 
-from relay_nb.errors import InvocationError, ModelRequestsBlocked
+from relay_nb.errors import ModelRequestsBlocked
 from relay_nb.runtime import (
     AbortSignal,
     Capabilities,
@@ -73,26 +73,6 @@ async def runtime(
     rt = AnthropicRuntime("claude-test-alias", api_key=API_KEY, base_url=stub.base_url, timeout=5)
     yield rt
     await rt.aclose()
-
-
-def ask(text: str = "hello", **kwargs: object) -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user(text)], **kwargs)  # type: ignore[arg-type]
-
-
-async def failure(
-    rt: AnthropicRuntime, request: InvocationRequest | None = None, **kwargs: object
-) -> InvocationError:
-    with pytest.raises(InvocationError) as caught:
-        await rt.invoke(request or ask(), **kwargs)  # type: ignore[arg-type]
-    return caught.value
-
-
-def assert_content_free(err: InvocationError) -> None:
-    """Neither the provider's body nor the key may reach anything a user could print."""
-    shown = str(err) + repr(err) + "".join(traceback.format_exception(err))
-    assert "SELECT secret_column" not in shown
-    assert "provider says" not in shown
-    assert API_KEY not in shown
 
 
 # -- success paths ---------------------------------------------------------------------------
@@ -436,7 +416,7 @@ async def test_http_status_is_classified_without_provider_text(
     assert (err.code, err.retryable) == (code, retryable)
     assert f"HTTP {status}" in err.message
     assert err.retry_after_s is None
-    assert_content_free(err)
+    assert_content_free(err, API_KEY)
     assert len(stub.requests) == 1  # max_retries=0: the SDK did not retry behind our back
 
 

@@ -13,6 +13,7 @@ import traceback
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from runtime_support import ask, assert_content_free
 
 from relay_nb.errors import InvocationError, ModelRequestsBlocked
 from relay_nb.runtime import (
@@ -78,10 +79,6 @@ async def runtime(
     await rt.aclose()
 
 
-def ask(text: str = "hello", **kwargs: object) -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user(text)], **kwargs)  # type: ignore[arg-type]
-
-
 def creates(stub: AnthropicStub) -> list[RecordedRequest]:
     return [r for r in stub.requests if r.method == "POST" and r.path == BATCHES]
 
@@ -103,12 +100,6 @@ async def batch_failure(rt: AnthropicRuntime, requests: list[InvocationRequest],
     with pytest.raises(InvocationError) as caught:
         await rt.invoke_batch(requests, **kwargs)  # type: ignore[arg-type]
     return caught.value
-
-
-def assert_content_free(text: str) -> None:
-    assert "SELECT secret_column" not in text
-    assert "provider says" not in text
-    assert API_KEY not in text
 
 
 def shown(err: InvocationError) -> str:
@@ -171,7 +162,7 @@ async def test_mixed_batch_gives_positional_outcomes(
     assert third.value.tool_calls == [ToolCall(id="toolu_3", name="query_shop", input={"sql": "s"})]
     assert (second.reason.code, second.reason.retryable) == ("INVALID_REQUEST", False)
     assert "invalid_request_error" in second.reason.message
-    assert_content_free(second.reason.model_dump_json())
+    assert_content_free(second.reason.model_dump_json(), API_KEY)
     # one physical batch, with positional custom ids; the results came back reversed
     [create] = creates(stub)
     assert [item["custom_id"] for item in create.body["requests"]] == ["r0", "r1", "r2"]
@@ -320,7 +311,7 @@ async def test_a_failed_item_is_classified_and_spares_its_siblings(
     assert failed.status == "rejected" and failed.reason is not None
     assert (failed.reason.code, failed.reason.retryable) == (code, retryable)
     assert failed.reason.message
-    assert_content_free(failed.reason.model_dump_json())
+    assert_content_free(failed.reason.model_dump_json(), API_KEY)
     assert "unheard_of" not in failed.reason.message
 
 
@@ -345,7 +336,7 @@ async def test_a_refused_create_fails_the_whole_batch_without_provider_text(
     err = await batch_failure(runtime, [ask()])
 
     assert (err.code, err.retryable) == (code, retryable)
-    assert_content_free(shown(err))
+    assert_content_free(shown(err), API_KEY)
     assert stub.batches == {} and stub.pending == 1
     assert len(stub.requests) == 1  # max_retries=0: the SDK did not retry behind our back
 
@@ -373,7 +364,7 @@ async def test_a_hard_poll_failure_fails_the_batch_and_cancels_it(
     err = await batch_failure(runtime, [ask()])
 
     assert (err.code, err.retryable) == ("AUTHENTICATION_FAILED", False)
-    assert_content_free(shown(err))
+    assert_content_free(shown(err), API_KEY)
     batch_id = only_batch_id(stub)
     assert len(cancels(stub, batch_id)) == 1
     assert stub.batches[batch_id].cancel_requested
@@ -493,7 +484,7 @@ async def test_a_failed_cancel_does_not_hide_the_abort(
     aborter.join()
 
     assert (err.code, err.retryable) == ("ABORTED", False)
-    assert_content_free(shown(err))
+    assert_content_free(shown(err), API_KEY)
 
 
 # -- the switch and credentials --------------------------------------------------------------
@@ -565,7 +556,7 @@ async def test_batch_conformance_passes_with_mixed_outcomes(
     assert report.passed, report.failures
     assert (report.requested, report.returned, report.fulfilled, report.rejected) == (3, 3, 2, 1)
     assert "mixed_outcomes" in {c.name for c in report.checks}
-    assert_content_free(report.model_dump_json())
+    assert_content_free(report.model_dump_json(), API_KEY)
 
 
 async def test_runtime_conformance_accepts_the_batch_declaration(

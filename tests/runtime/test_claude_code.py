@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_support import ask
 from stub_common import read_record, spawned
 
 from relay_nb.errors import ConfigurationError, InvocationError, ModelRequestsBlocked
@@ -41,10 +42,6 @@ BASE_ARGS += ["--strict-mcp-config"]
 @pytest.fixture
 def make_runtime(stub_runtimes: Callable[..., Any]) -> Callable[..., ClaudeCodeRuntime]:
     return stub_runtimes(ClaudeCodeRuntime, "claude")
-
-
-def ask(text: str = "What is 6 x 7?", **fields: Any) -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user(text)], **fields)
 
 
 SUBMIT = ToolSpec(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from runtime_support import ask
 from stub_common import read_record, spawned
 
 from relay_nb.errors import ConfigurationError, InvocationError
@@ -52,10 +53,6 @@ def codex_stub(stub_cli: Callable[[str], str]) -> str:
 @pytest.fixture
 def make_runtime(stub_runtimes: Callable[..., Any]) -> Callable[..., CodexCLIRuntime]:
     return stub_runtimes(CodexCLIRuntime, "codex")
-
-
-def ask(text: str = "What is 6 x 7?", **fields: Any) -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user(text)], **fields)
 
 
 def exists(path: str | Path) -> bool:

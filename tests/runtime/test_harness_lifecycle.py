@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_support import ask
 from stub_common import read_record, reaped, wait_for_record, wait_gone
 
 from relay_nb.errors import InvocationError
-from relay_nb.runtime import AbortSignal, InvocationRequest, Message
+from relay_nb.runtime import AbortSignal
 from relay_nb.runtime.claude_code import ClaudeCodeRuntime
 from relay_nb.runtime.codex_cli import CodexCLIRuntime
 from relay_nb.runtime.opencode_cli import OpenCodeCLIRuntime
@@ -61,10 +62,6 @@ def cli(request: pytest.FixtureRequest) -> HarnessCLI:
 @pytest.fixture
 def make_runtime(stub_runtimes: Callable[..., Any], cli: HarnessCLI) -> Callable[..., Any]:
     return stub_runtimes(cli.cls, cli.stub, *cli.args)
-
-
-def ask() -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user("What is 6 x 7?")])
 
 
 def exists(path: str) -> bool:

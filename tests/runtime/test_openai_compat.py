@@ -12,12 +12,12 @@ import json
 import subprocess
 import sys
 import threading
-import traceback
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from runtime_support import ask, assert_content_free, failure
 
-from relay_nb.errors import ConfigurationError, InvocationError, ModelRequestsBlocked
+from relay_nb.errors import ConfigurationError, ModelRequestsBlocked
 from relay_nb.runtime import (
     AbortSignal,
     Capabilities,
@@ -72,26 +72,6 @@ async def runtime(
     rt = OpenAICompatibleRuntime("llama-test", base_url=stub.base_url, timeout=5)
     yield rt
     await rt.aclose()
-
-
-def ask(text: str = "hello", **kwargs: object) -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user(text)], **kwargs)  # type: ignore[arg-type]
-
-
-async def failure(
-    rt: OpenAICompatibleRuntime, request: InvocationRequest | None = None, **kwargs: object
-) -> InvocationError:
-    with pytest.raises(InvocationError) as caught:
-        await rt.invoke(request or ask(), **kwargs)  # type: ignore[arg-type]
-    return caught.value
-
-
-def assert_content_free(err: BaseException) -> None:
-    """Neither the provider's body nor the key may reach anything a user could print."""
-    shown = str(err) + repr(err) + "".join(traceback.format_exception(err))
-    assert "secret_column" not in shown
-    assert "provider says" not in shown
-    assert API_KEY not in shown
 
 
 # -- success paths ---------------------------------------------------------------------------
@@ -298,7 +278,7 @@ async def test_unusable_tool_arguments_are_a_content_free_failure(
 
     assert (err.code, err.retryable) == ("RUNTIME_FAILURE", False)
     assert fragment in err.message and "query_shop" in err.message
-    assert_content_free(err)
+    assert_content_free(err, API_KEY)
     assert stub.requests[0].body.get("stream", False) is stream
 
 
@@ -310,7 +290,7 @@ async def test_an_undeclared_tool_name_from_the_server_is_not_repeated(
     err = await failure(runtime, ask(tools=[QUERY_TOOL]))
 
     assert "an undeclared tool" in err.message
-    assert_content_free(err)
+    assert_content_free(err, API_KEY)
 
 
 async def test_usage_maps_cached_prompt_tokens_to_cache_reads(
@@ -495,7 +475,7 @@ async def test_http_status_is_classified_without_provider_text(
     assert (err.code, err.retryable) == (code, retryable)
     assert f"HTTP {status}" in err.message
     assert err.retry_after_s is None
-    assert_content_free(err)
+    assert_content_free(err, API_KEY)
     assert len(stub.requests) == 1  # max_retries=0: the SDK did not retry behind our back
 
 
@@ -1032,7 +1012,7 @@ async def test_prompted_mode_without_a_json_object_is_a_content_free_failure(
 
     assert (err.code, err.retryable) == ("RUNTIME_FAILURE", False)
     assert fragment in err.message
-    assert_content_free(err)
+    assert_content_free(err, API_KEY)
 
 
 async def test_prompted_mode_streams_plain_answers(

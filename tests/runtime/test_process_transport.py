@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_support import ask
 from stub_common import read_record, reaped, spawned, wait_for_record, wait_gone
 
 from relay_nb.errors import InvocationError
-from relay_nb.runtime import AbortSignal, InvocationRequest, Message
+from relay_nb.runtime import AbortSignal
 from relay_nb.runtime import process as process_module
 from relay_nb.runtime.claude_code import ClaudeCodeRuntime
 from relay_nb.runtime.process import exit_description, run_process
@@ -35,10 +36,6 @@ SECRET = "STUBSECRET"
 @pytest.fixture
 def make_runtime(stub_runtimes: Callable[..., Any]) -> Callable[..., ClaudeCodeRuntime]:
     return stub_runtimes(ClaudeCodeRuntime, "claude")
-
-
-def ask(text: str = "What is 6 x 7?", **fields: Any) -> InvocationRequest:
-    return InvocationRequest(messages=[Message.user(text)], **fields)
 
 
 def open_fds() -> int:
