@@ -60,3 +60,16 @@ def test_exception_tree_matches_the_documented_one():
 
 def test_dir_lists_public_names():
     assert set(relay_nb.__all__) <= set(dir(relay_nb))
+
+
+def test_relay_is_the_one_public_conversation_object():
+    """The engine behind it is the agent layer's, not a second public object; the kernel's
+    default instance has a name that says what it is."""
+    assert "Relay" in relay_nb.__all__ and "Session" not in relay_nb.__all__
+    assert {"default_relay", "TurnSettings", "TurnServices", "Accountant"} <= set(relay_nb.__all__)
+    import inspect
+
+    for method in ("ask", "ask_async", "stream", "ask_many"):  # typed options, no **options
+        parameters = inspect.signature(getattr(relay_nb.Relay, method)).parameters.values()
+        assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters), method
+        assert {"model", "skill", "max_steps", "max_cost_usd"} <= {p.name for p in parameters}
