@@ -40,7 +40,7 @@ def _relay(turns: int) -> Any:
 def run(samples: int = 60) -> dict[str, float]:
     from IPython.utils.capture import capture_output
 
-    from relay_nb.facade import relay as facade
+    from relay_nb.facade import default as facade
     from relay_nb.testing.shell import TestingShell
 
     shell = TestingShell()

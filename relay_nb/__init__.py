@@ -69,8 +69,8 @@ _EXPORTS: dict[str, str] = {
     # the facade
     "Relay": "relay_nb.facade.relay",
     "Turn": "relay_nb.facade.relay",
-    "default_relay": "relay_nb.facade.relay",
-    "session": "relay_nb.facade.relay",
+    "default_relay": "relay_nb.facade.default",
+    "session": "relay_nb.facade.default",
     # agent
     "Accountant": "relay_nb.agent.accounting",
     "Skill": "relay_nb.agent.skills",
@@ -142,7 +142,8 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
         RelayError,
         UnsafeQueryError,
     )
-    from relay_nb.facade.relay import Relay, Turn, default_relay, session
+    from relay_nb.facade.default import default_relay, session
+    from relay_nb.facade.relay import Relay, Turn
     from relay_nb.runtime.abort import AbortSignal
     from relay_nb.runtime.anthropic import AnthropicRuntime
     from relay_nb.runtime.base import BaseRuntime, ModelRuntime

@@ -4,6 +4,7 @@ notebook."""
 
 from __future__ import annotations
 
-from relay_nb.facade.relay import Relay, Turn, default_relay, session
+from relay_nb.facade.default import default_relay, session
+from relay_nb.facade.relay import Relay, Turn
 
 __all__ = ["Relay", "Turn", "default_relay", "session"]

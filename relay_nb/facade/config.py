@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -43,8 +43,9 @@ from urllib.parse import quote
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from relay_nb.agent.routing import check_profile
+from relay_nb.agent.session import Session
 from relay_nb.agent.settings import settings_layer
-from relay_nb.agent.skills import Tier
+from relay_nb.agent.skills import Skill, Tier
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.specs import (
     ENV_REFERENCE,
@@ -56,7 +57,15 @@ from relay_nb.connectors.specs import (
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import redact, register_secret
 
-__all__ = ["CONFIG_FILENAME", "RelayConfig", "SkillSpec", "build_connectors", "load_config"]
+__all__ = [
+    "CONFIG_FILENAME",
+    "RelayConfig",
+    "SkillSpec",
+    "apply_config",
+    "build_connectors",
+    "build_skill",
+    "load_config",
+]
 
 CONFIG_FILENAME = "relay.config.json"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL", re.IGNORECASE)
@@ -223,3 +232,87 @@ def _validation_message(label: str, exc: ValidationError) -> str:
     suffix = f" (and {more} more)" if more > 0 else ""
     # a plugin model's message may echo its input: a ${VAR}-substituted secret
     return redact(f"{label} is not a valid relay config: " + "; ".join(problems) + suffix)
+
+
+def apply_config(engine: Session, config: RelayConfig) -> list[str]:
+    """Register ``config``'s connectors, skills and settings in ``engine``; the connector ids.
+
+    Everything that can fail is checked before the session changes: the skills, the
+    connectors (built, closed again on any failure) and their tool names."""
+    skills = [build_skill(**spec.model_dump()) for spec in config.skills]
+    known = set(engine.connectors) | {spec.id for spec in config.connectors}
+    for skill in skills:
+        missing = [c for c in skill.connectors if c not in known]
+        if missing:
+            raise ConfigurationError(
+                f"skill {skill.name!r} names connector(s) {missing} that neither the config "
+                'nor the session has; add them under "connectors" or fix the ids'
+            )
+        unknown = [t for t in skill.tools if t not in engine.tools]
+        if unknown:
+            raise ConfigurationError(
+                f"skill {skill.name!r} names tool(s) {unknown} that are not registered; "
+                "register them with relay.tool(...) before loading the config"
+            )
+    connectors = build_connectors(config)
+    try:
+        _check_new_tool_names(engine, connectors)
+        for connector in connectors:
+            engine.add_connector(connector, replace=True)
+    except BaseException:
+        for connector in connectors:
+            if engine.connectors.get(connector.id) is not connector:
+                connector.close()
+        raise
+    for skill in skills:
+        engine.add_skill(skill, replace=True)
+    if config.settings:
+        engine.configure("config", **config.settings)
+    if "schema_ttl_s" in config.model_fields_set:
+        engine.connectors.schema_ttl_s = config.schema_ttl_s
+    return [c.id for c in connectors]
+
+
+def _check_new_tool_names(engine: Session, connectors: Sequence[Connector]) -> None:
+    """Tool names of ``connectors`` clash neither among themselves nor with what stays
+    registered (the connectors they replace go, so their names are free)."""
+    taken = engine.taken_tool_names(except_connectors={c.id for c in connectors})
+    for connector in connectors:
+        for tool in connector.tools():
+            if tool.name in taken:
+                raise ConfigurationError(
+                    f"connector {connector.id!r}: a tool named {tool.name!r} is already "
+                    "registered (two web-search connectors, or an id clash?)"
+                )
+            taken.add(tool.name)
+
+
+def build_skill(
+    name: str,
+    *,
+    prompt: str,
+    connectors: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    tier: Tier | None = None,
+    description: str | None = None,
+    max_steps: int | None = None,
+    examples: Sequence[str] = (),
+) -> Skill:
+    """A checked ``Skill``; a bad field is a one-line ConfigurationError, not a traceback."""
+    first_line = prompt.strip().splitlines()[0][:200] if prompt.strip() else ""
+    try:
+        return Skill(
+            name=name,
+            description=description or first_line or name,
+            prompt=prompt,
+            connectors=tuple(connectors),
+            tools=tuple(tools),
+            tier=tier,
+            max_steps=max_steps,
+            examples=tuple(examples),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'skill'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"skill {name!r}: {problems}") from None

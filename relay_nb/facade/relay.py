@@ -8,17 +8,13 @@ keyword arguments (and redefine on a re-run cell instead of failing); ``ask`` is
 per-question option as a named, typed keyword. Behind it is the agent layer's engine
 (:class:`relay_nb.agent.session.Session`), which nothing above the facade touches.
 
-``relay_nb.default_relay()`` is the kernel's default instance, the one the magics use
-(``relay_nb.session()`` is its deprecated former name).
+``relay_nb.default_relay()`` (:mod:`relay_nb.facade.default`) is the kernel's default
+instance, the one the magics use.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
-import threading
-import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,7 +38,7 @@ from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S
 from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
-from relay_nb.facade.config import RelayConfig, build_connectors, load_config
+from relay_nb.facade.config import apply_config, build_skill, load_config
 from relay_nb.facade.loop_thread import run_sync
 from relay_nb.facade.targets import connector_for
 from relay_nb.runtime.abort import AbortSignal
@@ -52,14 +48,7 @@ from relay_nb.tools import Tool
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "LedgerSetting",
-    "Relay",
-    "Turn",
-    "default_relay",
-    "existing_default_relay",
-    "session",
-]
+__all__ = ["LedgerSetting", "Relay", "Turn"]
 
 Turn = TurnResult
 """DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
@@ -67,7 +56,7 @@ Turn = TurnResult
 LedgerSetting = UsageLedger | str | os.PathLike[str] | Literal[False] | None
 """None: the default file (``$RELAY_DATA_DIR/usage.sqlite``); a path or URL; False: none."""
 
-_open: weakref.WeakSet[Relay] = weakref.WeakSet()
+open_relays: weakref.WeakSet[Relay] = weakref.WeakSet()
 """Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
 
 
@@ -157,10 +146,10 @@ class Relay:
         except BaseException:
             accountant.close()
             raise
-        _open.add(self)
+        open_relays.add(self)
         if loaded is not None:
             try:
-                self._apply_config(loaded)
+                apply_config(self._engine, loaded)
             except BaseException:
                 self.close()  # the ledger and any runtime it opened
                 raise
@@ -257,56 +246,7 @@ class Relay:
     def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any]) -> list[str]:
         """Register the connectors and skills of a ``relay.config.json`` (or a mapping);
         returns the connector ids. All or nothing: on any error, nothing is registered."""
-        return self._apply_config(load_config(config))
-
-    def _apply_config(self, config: RelayConfig) -> list[str]:
-        """Everything that can fail is checked before the session changes: the skills, the
-        connectors (built, closed again on any failure) and their tool names."""
-        skills = [_build_skill(**spec.model_dump()) for spec in config.skills]
-        known = set(self._engine.connectors) | {spec.id for spec in config.connectors}
-        for skill in skills:
-            missing = [c for c in skill.connectors if c not in known]
-            if missing:
-                raise ConfigurationError(
-                    f"skill {skill.name!r} names connector(s) {missing} that neither the config "
-                    'nor the session has; add them under "connectors" or fix the ids'
-                )
-            unknown = [t for t in skill.tools if t not in self._engine.tools]
-            if unknown:
-                raise ConfigurationError(
-                    f"skill {skill.name!r} names tool(s) {unknown} that are not registered; "
-                    "register them with relay.tool(...) before loading the config"
-                )
-        connectors = build_connectors(config)
-        try:
-            self._check_new_tool_names(connectors)
-            for connector in connectors:
-                self._engine.add_connector(connector, replace=True)
-        except BaseException:
-            for connector in connectors:
-                if self._engine.connectors.get(connector.id) is not connector:
-                    connector.close()
-            raise
-        for skill in skills:
-            self._engine.add_skill(skill, replace=True)
-        if config.settings:
-            self._engine.configure("config", **config.settings)
-        if "schema_ttl_s" in config.model_fields_set:
-            self._engine.connectors.schema_ttl_s = config.schema_ttl_s
-        return [c.id for c in connectors]
-
-    def _check_new_tool_names(self, connectors: Sequence[Connector]) -> None:
-        """Tool names of ``connectors`` clash neither among themselves nor with what stays
-        registered (the connectors they replace go, so their names are free)."""
-        taken = self._engine.taken_tool_names(except_connectors={c.id for c in connectors})
-        for connector in connectors:
-            for tool in connector.tools():
-                if tool.name in taken:
-                    raise ConfigurationError(
-                        f"connector {connector.id!r}: a tool named {tool.name!r} is already "
-                        "registered (two web-search connectors, or an id clash?)"
-                    )
-                taken.add(tool.name)
+        return apply_config(self._engine, load_config(config))
 
     # -- skills, tools and context -------------------------------------------------------------
 
@@ -326,7 +266,7 @@ class Relay:
 
         ``tier`` and ``max_steps`` left out: the session's apply when the skill is active.
         """
-        skill = _build_skill(
+        skill = build_skill(
             name,
             prompt=prompt,
             connectors=connectors,
@@ -616,81 +556,3 @@ def _ledger(setting: LedgerSetting) -> UsageLedger | None:
 def _first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
     return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
-
-
-def _build_skill(
-    name: str,
-    *,
-    prompt: str,
-    connectors: Sequence[str] = (),
-    tools: Sequence[str] = (),
-    tier: Tier | None = None,
-    description: str | None = None,
-    max_steps: int | None = None,
-    examples: Sequence[str] = (),
-) -> Skill:
-    """A checked ``Skill``; a bad field is a one-line ConfigurationError, not a traceback."""
-    first_line = prompt.strip().splitlines()[0][:200] if prompt.strip() else ""
-    try:
-        return Skill(
-            name=name,
-            description=description or first_line or name,
-            prompt=prompt,
-            connectors=tuple(connectors),
-            tools=tuple(tools),
-            tier=tier,
-            max_steps=max_steps,
-            examples=tuple(examples),
-        )
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'skill'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigurationError(f"skill {name!r}: {problems}") from None
-
-
-@atexit.register
-def _close_all_at_exit() -> None:
-    """Kernel shutdown: close every live session's connectors (pools, clients, sockets)."""
-    for relay in list(_open):
-        with contextlib.suppress(Exception):
-            relay._engine.connectors.close()
-
-
-_default: Relay | None = None
-_default_guard = threading.Lock()
-
-
-def default_relay(model: ModelSetting = None, **options: Any) -> Relay:
-    """The kernel's default ``Relay`` (the one ``%relay`` uses), created on first call with
-    ``model`` and ``options`` (``Relay``'s keywords).
-
-    Options apply when it is created; to change them later, use ``relay.configure(...)``
-    or build a ``Relay`` yourself.
-    """
-    global _default
-    with _default_guard:
-        if _default is None:
-            _default = Relay(model, **options)
-        elif model is not None or options:
-            raise ConfigurationError(
-                "the default relay already exists; options apply only when it is created "
-                "(relay.configure(...) changes its settings; build your own Relay(...) for "
-                "different ones)"
-            )
-        return _default
-
-
-def existing_default_relay() -> Relay | None:
-    """The kernel's default ``Relay`` if one was created, else None (nothing is built)."""
-    return _default
-
-
-def session(**options: Any) -> Relay:
-    """Deprecated: the former name of :func:`default_relay` (it returns the same object)."""
-    warnings.warn(
-        "relay_nb.session() is now relay_nb.default_relay(); the old name goes in a later release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return default_relay(**options)

@@ -27,7 +27,8 @@ from relay_nb.agent.approval import Approver
 from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import ConfigurationError, RelayError
-from relay_nb.facade.relay import Relay, default_relay, existing_default_relay
+from relay_nb.facade.default import default_relay, existing_default_relay
+from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.live import LiveTurnView

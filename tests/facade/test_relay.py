@@ -139,7 +139,7 @@ def test_skills_and_tools_from_cells_can_be_redefined(shop_url: str) -> None:
 
 
 def test_the_default_relay_is_one_instance(monkeypatch: pytest.MonkeyPatch) -> None:
-    import relay_nb.facade.relay as facade
+    import relay_nb.facade.default as facade
 
     monkeypatch.setattr(facade, "_default", None)
     assert facade.existing_default_relay() is None  # asking builds nothing
@@ -246,11 +246,11 @@ def test_kernel_exit_closes_every_live_sessions_connectors(
 ) -> None:
     import weakref
 
-    from relay_nb.facade import relay as facade
+    from relay_nb.facade import default as facade
 
     relay = Relay(ScriptedRuntime(), ledger=False)
-    assert relay in facade._open
-    monkeypatch.setattr(facade, "_open", weakref.WeakSet([relay]))  # leave other tests' alone
+    assert relay in facade.open_relays
+    monkeypatch.setattr(facade, "open_relays", weakref.WeakSet([relay]))  # leave others alone
     shop = relay.connect("shop", shop_url)
     shop.query("SELECT 1 AS one")  # type: ignore[attr-defined]
     assert shop.engine.pool.checkedin() == 1  # type: ignore[attr-defined]

@@ -49,7 +49,7 @@ helpers = _kernel_helpers()
 def setup_code(pg_url: str, ledger: Path) -> str:
     return f"""
 from relay_nb import Relay, ScriptedRuntime
-from relay_nb.facade import relay as facade
+from relay_nb.facade import default as facade
 
 runtime = ScriptedRuntime(model="claude-haiku-4-5")
 relay = Relay(runtime, ledger={str(ledger)!r}, notebook={NOTEBOOK!r})

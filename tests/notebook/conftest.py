@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from relay_nb import Relay, ScriptedRuntime
-from relay_nb.facade import relay as facade
+from relay_nb.facade import default as facade
 from relay_nb.testing.seed import seed_database
 from relay_nb.testing.shell import TestingShell
 

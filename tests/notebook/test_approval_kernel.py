@@ -22,7 +22,7 @@ SETUP = r'''
 import tempfile
 import relay_nb
 from relay_nb import Relay, ScriptedRuntime
-from relay_nb.facade import relay as facade
+from relay_nb.facade import default as facade
 from relay_nb.testing.seed import seed_database
 
 url = f"sqlite:///{tempfile.mkdtemp()}/shop.sqlite"

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from relay_nb import Relay, ScriptedRuntime
-from relay_nb.facade import relay as facade
+from relay_nb.facade import default as facade
 from relay_nb.notebook.magics import RelayCellError
 from relay_nb.testing.shell import TestingShell
 

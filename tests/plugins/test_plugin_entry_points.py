@@ -195,8 +195,8 @@ print(json.dumps({{
         "loading it failed: ModuleNotFoundError: No module named 'no_such_module_xyz'",
         "notatype": "'notatype = broken_notatype:TYPE' (relay-nb-notatype 1.0) is skipped: it "
         "gives int, not a relay_nb.ConnectorType (or a function returning one)",
-        "sql": "'sql = broken_sql:TYPE' (relay-nb-sql 1.0) is skipped: loading it failed: "
-        "ConfigurationError: 'sql' is a built-in connector type",
+        "sql": "'sql = broken_sql:TYPE' (relay-nb-sql 1.0) is skipped: 'sql' is a built-in "
+        "connector type; give the plugin's type another name",
         "misnamed": "'misnamed = broken_misnamed:make' (relay-nb-misnamed 1.0) is skipped: its "
         "type is named 'other'; the entry point must be named like its type",
         "nometa": "'nometa = no_such_module_nometa:TYPE' (a distribution without metadata "

@@ -13,7 +13,7 @@ from plugin_support import echo_type
 
 import relay_nb
 from relay_nb import Relay, ScriptedRuntime
-from relay_nb.facade import relay as facade
+from relay_nb.facade import default as facade
 from relay_nb.testing.shell import TestingShell
 
 

@@ -62,11 +62,22 @@ def test_a_built_in_type_cannot_be_registered_again() -> None:
         ({"name": "CSV"}, "must be lowercase"),
         ({"name": "9lives"}, "must be lowercase"),
         ({"name": "x" * 41}, "must be lowercase"),
-        ({"name": "postgres"}, "'postgres' is a built-in connector type"),
-        ({"name": "dataframe"}, "'dataframe' is a built-in connector type"),
         ({"factory": "Echo"}, "factory must be callable"),
         ({"config_model": dict}, "config_model must be a pydantic BaseModel class"),
         ({"url_schemes": ("bad scheme",)}, "'bad scheme' is not a URL scheme"),
+        ({"aliases": ("echo2",)}, "aliases are for the built-in types"),
+    ],
+)
+def test_a_broken_type_is_refused_when_made(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message.replace("+", r"\+")):
+        echo_type(**overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"name": "postgres"}, "'postgres' is a built-in connector type"),
+        ({"name": "dataframe"}, "'dataframe' is a built-in connector type"),
         ({"url_schemes": ("https",)}, "the https:// scheme belongs to a built-in connector"),
         ({"url_schemes": ("postgresql+mydriver",)}, "postgresql+mydriver:// scheme belongs"),
         ({"url_schemes": ("mongodb+srv",)}, "mongodb+srv:// scheme belongs"),
@@ -77,11 +88,12 @@ def test_a_built_in_type_cannot_be_registered_again() -> None:
         ({"url_schemes": ("trino+rest",)}, "trino+rest:// is a SQLAlchemy database URL"),
     ],
 )
-def test_a_type_that_would_be_ambiguous_or_broken_is_refused_when_made(
+def test_a_type_that_would_change_a_built_ins_meaning_is_refused_when_registered(
     overrides: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=message.replace("+", r"\+")):
-        echo_type(**overrides)
+        relay_nb.register_connector_type(echo_type(**overrides))
+    assert plugins.find_connector_type(overrides.get("name", "echo")) is None
 
 
 def test_schemes_are_normalised() -> None:

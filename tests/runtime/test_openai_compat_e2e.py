@@ -259,7 +259,7 @@ def test_a_malformed_forced_step_goes_back_to_the_model_to_correct(
 @pytest.fixture
 def shell_with_default_session(shop_url: str) -> Iterator[tuple[Any, ScriptedRuntime]]:
     """The kernel's default session on a scripted model that must not be asked anything."""
-    from relay_nb.facade import relay as facade
+    from relay_nb.facade import default as facade
     from relay_nb.testing.shell import TestingShell
 
     shell = TestingShell()

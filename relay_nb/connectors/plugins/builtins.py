@@ -25,6 +25,7 @@ from relay_nb.connectors.mongo.kind import MONGO_TYPE
 from relay_nb.connectors.plugins.connector_type import SCHEME, TYPE_NAME, ConnectorType
 from relay_nb.connectors.sql.kind import SQL_TYPE
 from relay_nb.connectors.websearch.kind import WEB_SEARCH_PROVIDERS, WEBSEARCH_TYPE
+from relay_nb.errors import ConfigurationError
 
 __all__ = [
     "BUILTIN_SCHEMES",
@@ -40,6 +41,7 @@ __all__ = [
     "builtin_type",
     "is_builtin_scheme",
     "is_sql_dialect_scheme",
+    "refuse_builtin_meaning",
 ]
 
 BUILTIN_TYPES: tuple[ConnectorType, ...] = (
@@ -83,6 +85,35 @@ _installed_dialects: frozenset[str] | None = None
 def builtin_type(name: str) -> ConnectorType | None:
     """The built-in type a config spelling names (``postgres`` is ``sql``), or None."""
     return _BY_NAME.get(name) if isinstance(name, str) else None
+
+
+def refuse_builtin_meaning(ctype: ConnectorType) -> None:
+    """A plugin's (or a cell's) type may take no built-in name, web-search provider name,
+    built-in URL scheme or scheme SQLAlchemy reads as a database: what the built-ins mean
+    never depends on what else is installed. Called where a type enters the registry."""
+    if ctype.builtin:
+        raise ConfigurationError(f"{ctype.name!r} is a built-in connector type; it is registered")
+    if ctype.name in BUILTIN_TYPE_NAMES:
+        raise ConfigurationError(
+            f"{ctype.name!r} is a built-in connector type; give the plugin's type another name"
+        )
+    if ctype.name in RESERVED_TYPE_NAMES:
+        raise ConfigurationError(
+            f"{ctype.name!r} names a built-in web-search provider "
+            f"({', '.join(WEB_SEARCH_PROVIDERS)}); give the plugin's type another name"
+        )
+    for scheme in ctype.url_schemes:
+        if is_builtin_scheme(scheme):
+            raise ConfigurationError(
+                f"connector type {ctype.name!r}: the {scheme}:// scheme belongs to a built-in "
+                "connector; claim a scheme of the plugin's own"
+            )
+        if is_sql_dialect_scheme(scheme):
+            raise ConfigurationError(
+                f"connector type {ctype.name!r}: {scheme}:// is a SQLAlchemy database URL "
+                "(relay.connect builds a SQL connector from it); claim a scheme of the "
+                "plugin's own"
+            )
 
 
 def is_builtin_scheme(scheme: str) -> bool:

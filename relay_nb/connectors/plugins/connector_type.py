@@ -75,7 +75,9 @@ class ConnectorType:
     factory_defaults: bool = False
     python_keywords: bool = False
     builtin: bool = False
-    """relay_nb's own kinds only: they may take the reserved names and schemes."""
+    """relay_nb's own kinds only. A plugin's type is checked where it enters (registered
+    from a cell, loaded from an entry point) against the built-ins' names and schemes:
+    :func:`relay_nb.connectors.plugins.builtins.refuse_builtin_meaning`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
@@ -100,46 +102,11 @@ class ConnectorType:
                 raise ConfigurationError(
                     f"connector type {self.name!r}: {scheme!r} is not a URL scheme"
                 )
-        if not self.builtin:
-            self._check_not_builtin()
-
-    def _check_not_builtin(self) -> None:
-        """A plugin's type may take no built-in name or scheme: what the built-ins mean never
-        depends on what else is installed."""
-        from relay_nb.connectors.plugins.builtins import (
-            BUILTIN_TYPE_NAMES,
-            RESERVED_TYPE_NAMES,
-            WEB_SEARCH_PROVIDERS,
-            is_builtin_scheme,
-            is_sql_dialect_scheme,
-        )
-
-        if self.aliases:
+        if self.aliases and not self.builtin:
             raise ConfigurationError(
                 f"connector type {self.name!r}: aliases are for the built-in types; register "
                 "each spelling as a type of its own"
             )
-        if self.name in BUILTIN_TYPE_NAMES:
-            raise ConfigurationError(
-                f"{self.name!r} is a built-in connector type; give the plugin's type another name"
-            )
-        if self.name in RESERVED_TYPE_NAMES:
-            raise ConfigurationError(
-                f"{self.name!r} names a built-in web-search provider "
-                f"({', '.join(WEB_SEARCH_PROVIDERS)}); give the plugin's type another name"
-            )
-        for scheme in self.url_schemes:
-            if is_builtin_scheme(scheme):
-                raise ConfigurationError(
-                    f"connector type {self.name!r}: the {scheme}:// scheme belongs to a built-in "
-                    "connector; claim a scheme of the plugin's own"
-                )
-            if is_sql_dialect_scheme(scheme):
-                raise ConfigurationError(
-                    f"connector type {self.name!r}: {scheme}:// is a SQLAlchemy database URL "
-                    "(relay.connect builds a SQL connector from it); claim a scheme of the "
-                    "plugin's own"
-                )
 
     @property
     def names(self) -> tuple[str, ...]:

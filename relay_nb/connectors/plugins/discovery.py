@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
+from relay_nb.connectors.plugins.builtins import refuse_builtin_meaning
 from relay_nb.connectors.plugins.connector_type import ConnectorType, describe_error
+from relay_nb.errors import ConfigurationError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -110,14 +112,24 @@ def _load(ep: EntryPoint) -> Plugin | None:
                 f"its type is named {value.name!r}; the entry point must be named like its type"
             )
         else:
-            problem = ""
-            plugin = Plugin(value, f"{ep.name} = {ep.value}", key[2])
+            problem = _builtin_meaning(value)
+            if not problem:
+                plugin = Plugin(value, f"{ep.name} = {ep.value}", key[2])
     except Exception as exc:
         problem = f"loading it failed: {describe_error(exc)}"
     if plugin is None:
         warn(f"{where} is skipped: {problem}. The built-in connectors are not affected.")
     _loaded[key] = plugin
     return plugin
+
+
+def _builtin_meaning(ctype: ConnectorType) -> str:
+    """Why a plugin's type would change what a built-in means ("": it would not)."""
+    try:
+        refuse_builtin_meaning(ctype)
+    except ConfigurationError as exc:
+        return str(exc)
+    return ""
 
 
 def distribution(ep: EntryPoint) -> str:

@@ -20,6 +20,7 @@ from relay_nb.connectors.plugins.builtins import (
     TYPE_NAME,
     builtin_type,
     is_builtin_scheme,
+    refuse_builtin_meaning,
 )
 from relay_nb.connectors.plugins.connector_type import ConnectorType
 from relay_nb.errors import ConfigurationError
@@ -73,8 +74,7 @@ def register_connector_type(ctype: ConnectorType, *, replace: bool = False) -> C
             f"expected a relay_nb.ConnectorType, got {given}; wrap a connector class as "
             "ConnectorType(name='mytype', factory=MyConnector)"
         )
-    if ctype.builtin:
-        raise ConfigurationError(f"{ctype.name!r} is a built-in connector type; it is registered")
+    refuse_builtin_meaning(ctype)
     with discovery.lock:
         if not replace and ctype.name not in _cell_types:
             installed = [ep for ep in discovery.entry_points() if ep.name == ctype.name]
