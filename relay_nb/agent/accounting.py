@@ -108,7 +108,8 @@ class Accountant:
         batch: bool = False,
     ) -> CallPlan:
         """The output room the next call may use under the active ``limits``, or why it
-        must not be made; ``model`` is the one that answered last (else the runtime's)."""
+        must not be made; ``model`` is the one that answered last (else the runtime's). The
+        request states its ``max_output_tokens``: that is the room a cap may shrink."""
         requested = request.max_output_tokens or 0
         active = [limit for limit in limits if limit.caps.active]
         if not active:

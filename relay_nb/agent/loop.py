@@ -108,6 +108,7 @@ class _Turn:
         self.streaming = caps.streaming
         self.limits = services.accountant.limits(settings.caps)
         """This turn's caps and the session's, with their meters (fed active or not)."""
+        self.active_limits = [limit for limit in self.limits if limit.caps.active]
         self.approver = services.approver_for(settings.approval)
         self.events: list[Event] = []
         self.tool_calls: list[ToolCall] = []
@@ -118,8 +119,7 @@ class _Turn:
         self.last_text = ""
         self.streamed = False
         self.reservation: Reservation | None = None
-        capped = any(limit.caps.active for limit in self.limits)
-        if capped and caps.output_token_limit_fidelity != "native":
+        if self.active_limits and caps.output_token_limit_fidelity != "native":
             self.warn(
                 f"{getattr(runtime, 'id', 'this runtime')} does not enforce max_output_tokens, "
                 "so usage caps are checked before and after each call but one call can "
@@ -161,9 +161,8 @@ class _Turn:
         )
         if plan.stop_reason is not None:
             raise _Stop("usage_cap", detail=plan.stop_reason)
-        active = [limit for limit in self.limits if limit.caps.active]
-        if active:
-            self.reservation = plan.reserve(active)
+        if self.active_limits:
+            self.reservation = plan.reserve(self.active_limits)
         if plan.max_output_tokens == request.max_output_tokens:
             return request
         return request.model_copy(update={"max_output_tokens": plan.max_output_tokens})

@@ -50,6 +50,15 @@ LAYERS: tuple[str, ...] = ("defaults", "config", "session", "skill", "call")
 """The merge order, lowest first: a later layer's value wins."""
 
 Layer = Mapping[str, Any]
+_NUMBERS = (
+    "max_steps",
+    "max_output_tokens",
+    "max_cost_usd",
+    "max_tokens",
+    "max_retries",
+    "retry_base_s",
+    "context_window",
+)
 
 
 class TurnSettings(BaseModel):
@@ -83,6 +92,14 @@ class TurnSettings(BaseModel):
     go through the runtime's physical batch)."""
 
     _origins: Mapping[str, str] = PrivateAttr(default_factory=dict)
+
+    @field_validator(*_NUMBERS, mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        """A number, not text or a bool that pydantic would read as one (``"3"``, ``True``)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number, not {type(value).__name__}")
+        return value
 
     @field_validator("model")
     @classmethod

@@ -64,6 +64,8 @@ def test_none_means_not_set_so_a_call_cannot_drop_a_cap() -> None:
         ({"max_cost_usd": -1}, "max_cost_usd"),
         ({"approval": "maybe"}, "approval"),
         ({"model": 42}, "model"),
+        ({"max_retries": True}, "max_retries: .*must be a number, not bool"),
+        ({"max_steps": "3"}, "max_steps: .*must be a number, not str"),
         ({"max_stesp": 3}, "no setting named max_stesp"),
     ],
 )
