@@ -89,7 +89,7 @@ def test_approve_and_deny_buttons_work_while_the_cell_runs(open_notebook) -> Non
         expect(cells.nth(APPROVE_CELL).locator(".jp-InputArea-prompt")).to_have_text("[*]:")
         expect(area).to_contain_text("waiting for your approval of wipe_cache")
         expect(area).to_contain_text("wipe_cache · waiting for your approval")
-        expect(area).to_contain_text("{'name': 'x'}")  # the entry is open on the call's input
+        expect(area).to_contain_text('{"name": "x"}')  # the entry is open on the call's input
         nb.screenshot("jupyterlab-approval-waiting.png")
         approve.click()
         expect(approve).to_be_disabled()
@@ -103,7 +103,7 @@ def test_approve_and_deny_buttons_work_while_the_cell_runs(open_notebook) -> Non
         area = nb.output(DENY_CELL)
         deny = area.get_by_role("button", name="Deny")
         expect(deny).to_be_enabled()
-        expect(area).to_contain_text("{'name': 'y'}")
+        expect(area).to_contain_text('{"name": "y"}')
         deny.click()
 
         nb.wait_until_all_ran()
