@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from relay_nb.agent.accounting import Accountant
+from relay_nb.agent.accounting import NO_USAGE, Accountant
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.batching import BatchGate
 from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
@@ -66,7 +66,6 @@ _INDEPENDENT: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "relay_nb_independent_question", default=False
 )
 """Set inside ask_many's turns: they must not see the conversation's memory either."""
-_NO_USAGE = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
 
 
 class Session:
@@ -119,7 +118,7 @@ class Session:
         self.turns: list[TurnResult] = []
         """The last ``keep_turns`` results, with their DataFrames and events."""
         self.keep_turns = keep_turns
-        self.compaction_usage = _NO_USAGE
+        self.compaction_usage = NO_USAGE
         self.compact_with_model = compact_with_model
         self.resolver = ContextResolver(
             [RecentTurnsSource((), memory=self._memory, max_turns=0, name="memory")]
@@ -499,19 +498,22 @@ class Session:
         Runs after a turn's ``done``, so its model call (if any) is not part of that turn:
         its usage goes to the session total, :attr:`compaction_usage` and the ledger.
         """
-        budget = self.budget.history
+        settings = self.settings
+        budget = allocate_budget(settings.context_window).history
         if self.history.tokens() <= budget:
             return
         older, _newer = self.history.split_for_compaction(budget)
         if not older:
             return
         memory_tokens = max(64, budget // 4)
-        memory = await self._model_summary(older) if self.compact_with_model else None
+        memory = (
+            await self._model_summary(older, settings.model) if self.compact_with_model else None
+        )
         if memory is None or len(memory) // 4 > memory_tokens:
             memory = digest(older, self.history.memory, memory_tokens)
         self.history.apply_compaction(older, memory)
 
-    async def _model_summary(self, older: Sequence[Message]) -> str | None:
+    async def _model_summary(self, older: Sequence[Message], model: ModelSetting) -> str | None:
         """The model's notes on ``older`` (fast tier), or None (then the digest is used).
 
         The summary is a model call like any other: the session cap holds (planned by the
@@ -521,7 +523,7 @@ class Session:
         accountant = self.accountant
         limits = accountant.limits()
         try:
-            runtime = self._router(self.settings.model).runtime_for("fast")
+            runtime = self._router(model).runtime_for("fast")
             plan = accountant.plan(limits, request, runtime=runtime)
             if plan.stop_reason is not None:
                 logger.info("history compaction used the digest: %s", plan.stop_reason)

@@ -385,10 +385,12 @@ class Relay:
         sees every event as it happens; ``abort`` stops the turn from another thread.
         """
         abort = abort or AbortSignal()
-        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        call = _call_layer(
+            model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
+        )
         coroutine = self._engine.ask_async(
             question,
-            {**call, "approval": approval},
+            call,
             on_event=on_event,
             abort=abort,
             approver=approver,
@@ -411,10 +413,12 @@ class Relay:
         abort: AbortSignal | None = None,
     ) -> TurnResult:
         """``await relay.ask_async(...)``: the same turn as :meth:`ask`, on the caller's loop."""
-        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        call = _call_layer(
+            model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
+        )
         return await self._engine.ask_async(
             question,
-            {**call, "approval": approval},
+            call,
             on_event=on_event,
             abort=abort,
             approver=approver,
@@ -437,10 +441,10 @@ class Relay:
         """``async for event in relay.stream(q)``: the turn's events as they happen (options
         as for :meth:`ask`); the finished turn is ``relay.turns[-1]``. Leaving the loop early
         cancels the turn."""
-        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
-        return self._engine.stream(
-            question, {**call, "approval": approval}, abort=abort, approver=approver
+        call = _call_layer(
+            model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
         )
+        return self._engine.stream(question, call, abort=abort, approver=approver)
 
     def ask_many(
         self,
@@ -533,9 +537,11 @@ def _call_layer(
     max_cost_usd: float | None,
     max_tokens: int | None,
     max_output_tokens: int | None,
+    approval: Approval | None = None,
 ) -> dict[str, Any]:
     """One question's settings layer (None: not set; checked by the engine)."""
     return {
+        "approval": approval,
         "model": model,
         "skills": skill,
         "max_steps": max_steps,
