@@ -28,6 +28,10 @@ Policy choices worth knowing (each one errs towards refusing):
   sometimes asked for.
 * **All ``pg_*`` functions are refused** except a few pure formatting helpers: they are
   administration, introspection and file access, never needed for analytics.
+* **Catalog lookups are refused** (:mod:`relay_nb.connectors.sql.guard_catalog`): casts to
+  ``regclass`` and its kin, and functions that resolve an OID or a name in the catalog
+  (``obj_description``, ``format_type``, ``has_type_privilege`` …), derived from a real
+  PostgreSQL server. They reach tables the allowlist does not name without a ``FROM``.
 """
 
 from __future__ import annotations
@@ -36,8 +40,12 @@ import re
 
 from sqlglot import exp
 
+from relay_nb.connectors.sql import guard_catalog
+
 __all__ = [
     "ALLOWED_LEADING_KEYWORDS",
+    "CATALOG_FUNCTIONS",
+    "CATALOG_TYPES",
     "COMMAND_KEYWORDS",
     "COMMON_TABLE_FUNCTIONS",
     "COMMAND_NODES",
@@ -223,15 +231,11 @@ FILE_PREFIXES: tuple[str, ...] = ("read_", "lo_", "copy_", "pg_read_", "pg_ls_",
 
 DENIED_FUNCTIONS = frozenset(
     {
-        # PostgreSQL: index maintenance that writes even in a read-only transaction, and
-        # server/privilege introspection that reveals what the allowlist hides
+        # PostgreSQL: index maintenance that writes even in a read-only transaction, and the
+        # server's addresses (catalog lookups are CATALOG_FUNCTIONS, below)
         "brin_summarize_new_values", "brin_summarize_range", "brin_desummarize_range",
-        "gin_clean_pending_list", "has_table_privilege", "has_column_privilege",
-        "has_schema_privilege", "has_database_privilege", "has_function_privilege",
-        "has_any_column_privilege", "has_sequence_privilege", "inet_server_addr",
-        "inet_server_port", "inet_client_addr", "inet_client_port", "shobj_description",
-        "to_regclass", "to_regtype", "to_regproc", "to_regprocedure", "to_regnamespace",
-        "to_regrole",
+        "gin_clean_pending_list", "inet_server_addr", "inet_server_port", "inet_client_addr",
+        "inet_client_port",
         # PostgreSQL: sleeps, sequences, settings, backends, SQL-from-text, remote databases
         "pg_sleep", "pg_sleep_for", "pg_sleep_until", "set_config", "current_setting",
         "nextval", "setval", "currval", "lastval", "pg_terminate_backend",
@@ -249,8 +253,9 @@ DENIED_FUNCTIONS = frozenset(
         "is_free_lock", "is_used_lock", "master_pos_wait", "source_pos_wait",
         "master_gtid_wait", "wait_for_executed_gtid_set", "wait_until_sql_thread_after_gtids",
         "last_insert_id", "sys_exec", "sys_eval", "sys_get", "sys_set",
-        # SQLite
-        "fts3_tokenizer", "fts5", "eval", "sqlite_dbpage", "sqlite_dbdata",
+        # SQLite; rtreecheck('t') reads the table named in its string (and so tells one
+        # that exists from one that does not)
+        "fts3_tokenizer", "fts5", "eval", "sqlite_dbpage", "sqlite_dbdata", "rtreecheck",
         # DuckDB
         "query", "query_table", "json_execute_serialized_sql", "which_secret",
         "duckdb_secrets", "duckdb_settings", "load_aws_credentials", "checkpoint",
@@ -260,6 +265,14 @@ DENIED_FUNCTIONS = frozenset(
     }
 )  # fmt: skip
 """Side effects, waits, locks, settings, SQL smuggled in strings: rule ``forbidden_function``."""
+
+CATALOG_FUNCTIONS: frozenset[str] = (
+    guard_catalog.CATALOG_FUNCTIONS | guard_catalog.EXTENSION_CATALOG_FUNCTIONS
+)
+"""Functions that look an OID or a name up in the catalog: rule ``forbidden_function``."""
+
+CATALOG_TYPES: frozenset[str] = guard_catalog.CATALOG_TYPES
+"""OID alias types whose casts look names up in the catalog: rule ``table_not_allowed``."""
 
 DENIED_PREFIXES: tuple[str, ...] = (
     "pg_", "dblink", "pg_advisory", "sleep", "benchmark", "xp_", "sp_", "dbms_", "utl_",

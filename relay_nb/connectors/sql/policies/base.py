@@ -123,6 +123,21 @@ def refuse_custom_types(node: exp.Expr, policy: type[GuardPolicy], found: Findin
         found.add(3, "table_not_allowed", "casts to table types or custom types are not allowed")
 
 
+def refuse_catalog_types(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``'secrets'::regclass``, ``CAST(x AS regtype)``, ``regclass 'secrets'``: a cast to an
+    OID alias type looks the name (or number) up in the catalog, so it confirms a table the
+    allowlist hides and prints any table's name; whatever the operand, it is refused."""
+    if isinstance(node, exp.ObjectIdentifier) and guard_text.fold(node.name) in (
+        shared.CATALOG_TYPES
+    ):
+        found.add(
+            3,
+            "table_not_allowed",
+            f"casts to {guard_text.fold(node.name)} look objects up in the database catalog; "
+            "use the tables of the schema and compare plain values",
+        )
+
+
 def _structural(kind: str) -> RuleFunction:
     def refuse(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
         found.add(*shared.STRUCTURAL_REFUSALS[kind])
@@ -197,6 +212,11 @@ def _function_verdict(
         checked and words & shared.DANGER_WORDS
     ):
         return "forbidden_function", "it has side effects, waits, or reads server state"
+    if any(n in shared.CATALOG_FUNCTIONS for n in checked):
+        return "forbidden_function", (
+            "it looks tables, types or roles up in the database catalog; use the schema's "
+            "tables and columns instead"
+        )
     return None
 
 
@@ -239,6 +259,7 @@ class GuardPolicy:
         ("assignment", refuse_variable_assignment),
         ("identifier", refuse_control_characters),
         ("datatype", refuse_custom_types),
+        ("datatype", refuse_catalog_types),
         ("function", check_function),
     )
 

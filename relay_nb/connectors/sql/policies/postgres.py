@@ -1,17 +1,59 @@
 """PostgreSQL and the engines that answer to its SQL: Redshift, Materialize, RisingWave.
 
 Its own: the set-returning functions analysts use in ``FROM`` (JSON expansion, regex splits,
-``generate_subscripts``), ``TABLE name`` as a statement, and the search path pinned per query
-(a same-named table earlier on a role's path must not win over the one the guard resolved).
+``generate_subscripts``), ``TABLE name`` as a statement, the search path pinned per query
+(a same-named table earlier on a role's path must not win over the one the guard resolved),
+and ``pg_typeof`` kept where its catalog-typed result cannot meet a string.
 Redshift is a PostgreSQL dialect here until the warehouse corpus gives it rules of its own.
 """
 
 from __future__ import annotations
 
-from relay_nb.connectors.sql import guard_rules as shared
-from relay_nb.connectors.sql.policies.base import GuardPolicy
+from sqlglot import exp
 
-__all__ = ["PostgresPolicy"]
+from relay_nb.connectors.sql import guard_rules as shared
+from relay_nb.connectors.sql.policies.base import Findings, GuardPolicy, function_names
+
+__all__ = ["PostgresPolicy", "pg_typeof_as_text"]
+
+
+def pg_typeof_as_text(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``pg_typeof(x)`` returns ``regtype``: a string it meets in ``UNION``, ``COALESCE``,
+    ``CASE``, ``ARRAY[…]`` or ``VALUES`` is cast to ``regtype``, i.e. looked up in the catalog
+    (``COALESCE(pg_typeof(1), 'secrets')`` succeeds for a hidden table, fails for no table).
+
+    It stays allowed where its value meets nothing: an output column of the outermost SELECT,
+    a GROUP BY or ORDER BY key, or the operand of a cast (``pg_typeof(x)::text = 'integer'``,
+    the form to compare it). Anywhere else the model is told to write that cast.
+    """
+    if function_names(node)[0] != "pg_typeof":  # type: ignore[arg-type]
+        return
+    if _meets_nothing(node):
+        return
+    found.add(
+        4,
+        "forbidden_function",
+        "pg_typeof() returns a catalog type that looks strings up as type names; write "
+        "pg_typeof(x)::text to compare or combine it",
+    )
+
+
+def _meets_nothing(node: exp.Expr) -> bool:
+    parent = node.parent
+    if isinstance(parent, exp.Cast | exp.Group):
+        return True
+    if isinstance(parent, exp.Ordered) and isinstance(parent.parent, exp.Order):
+        return True
+    column = parent if isinstance(parent, exp.Alias) else node
+    select = column.parent
+    if not isinstance(select, exp.Select) or column.arg_key != "expressions":
+        return False
+    outer = select.parent
+    while isinstance(outer, exp.Subquery) and not any(
+        value for key, value in outer.args.items() if key != "this"
+    ):
+        outer = outer.parent
+    return outer is None
 
 
 class PostgresPolicy(GuardPolicy):
@@ -29,3 +71,4 @@ class PostgresPolicy(GuardPolicy):
         }
     )  # fmt: skip
     pins_search_path = True
+    rules = (*GuardPolicy.rules, ("function", pg_typeof_as_text))
