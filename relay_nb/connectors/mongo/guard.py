@@ -11,6 +11,11 @@ nothing here parses text and nothing is evaluated. The checks, in the order they
 * every ``$``-key anywhere must be a known operator (:data:`~.operators.OPERATORS`), and the
   refused ones (``$where``, ``$function``, ``$out``, ``$merge``…) are refused wherever they
   appear, as is any JavaScript value (``{"$code": …}``);
+* every value is walked whole and must be plain JSON (dict, list, text, number, bool, null)
+  or a BSON scalar on :func:`_scalar_types`; a DBRef's ``$id`` is walked like any value and
+  a DBRef with extra fields is refused. Anything else — a type the decoder should never
+  have produced, a ``Code``, an object that could carry content no walk sees — is refused
+  (``value_not_allowed``), so a surprise in decoding fails closed;
 * the result is bounded: ``find`` gets ``limit`` clamped to ``row_limit + 1``, ``aggregate``
   gets a final ``$limit`` appended or clamped (the extra row tells "exactly row_limit" from
   "truncated", as in the SQL guard).
@@ -20,7 +25,10 @@ Refusals are :class:`~relay_nb.errors.UnsafeQueryError` with a stable ``rule``.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import math
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -319,12 +327,55 @@ def _check_tree(value: Any, where: str, depth: int) -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check_tree(item, f"{where}[{index}]", depth + 1)
-    elif _is_code(value):
+    else:
+        _check_value(value, where, depth)
+
+
+def _check_value(value: Any, where: str, depth: int) -> None:
+    """A value that is no dict or list: a plain JSON scalar, a BSON scalar, or a DBRef whose
+    ``$id`` is checked like any value; anything else is refused."""
+    from bson.code import Code
+    from bson.dbref import DBRef
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UnsafeQueryError("invalid_json", f"{where}: NaN/Infinity are not JSON numbers")
+    if isinstance(value, Code):  # before the scalars: Code is a str
         raise UnsafeQueryError(
             "javascript", f"{where}: a JavaScript value {_RULE_MESSAGES['javascript']}"
         )
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise UnsafeQueryError("invalid_json", f"{where}: NaN/Infinity are not JSON numbers")
+    if isinstance(value, DBRef):
+        fields = set(value.as_doc())
+        if (
+            fields - {"$ref", "$id", "$db"}
+            or not isinstance(value.collection, str)
+            or not isinstance(value.database, str | None)
+        ):
+            raise UnsafeQueryError(
+                "value_not_allowed",
+                f"{where}: a DBRef holds only $ref, $id and $db, this one also "
+                f"{', '.join(sorted(fields - {'$ref', '$id', '$db'})) or 'has odd types'}; "
+                'write {"$ref": "<collection>", "$id": <value>}',
+            )
+        _check_tree(value.id, f"{where}.$id", depth + 1)
+        return
+    if not isinstance(value, _scalar_types()):
+        raise UnsafeQueryError(
+            "value_not_allowed",
+            f"{where}: a {type(value).__name__} value cannot be sent; use plain JSON values "
+            'or Extended JSON ({"$oid": …}, {"$date": …}, {"$numberDecimal": …})',
+        )
+
+
+@functools.cache
+def _scalar_types() -> tuple[type, ...]:
+    """Every value besides dicts, lists and DBRefs the guard lets through: JSON's, and the
+    BSON scalars Extended JSON decodes to (bson loads lazily, hence a function)."""
+    from bson import Binary, Decimal128, MaxKey, MinKey, ObjectId, Regex, Timestamp
+
+    return (
+        str, int, float, type(None), dt.datetime, ObjectId, Decimal128, Binary, bytes,
+        uuid.UUID, Regex, Timestamp, MinKey, MaxKey,
+    )  # fmt: skip
 
 
 def _check_operator(key: str, where: str) -> None:
@@ -338,12 +389,6 @@ def _check_operator(key: str, where: str) -> None:
             f"{where}: {key} is not a known query or aggregation operator{hint}; check the "
             "spelling, or write it with standard operators",
         )
-
-
-def _is_code(value: Any) -> bool:
-    from bson.code import Code
-
-    return isinstance(value, Code)
 
 
 def _positive_int(value: Any, what: str, row_limit: int) -> int:

@@ -1,12 +1,14 @@
 """Strict JSON / Extended JSON in, plain Python and DataFrames out.
 
 Everything a model (or an analyst) hands the Mongo connector goes through
-:func:`parse_json_input` first: text is parsed by ``json.loads`` with the ``bson.json_util``
-Extended JSON hook (``{"$oid": …}``, ``{"$date": …}``), and anything that is not JSON —
-``{n: 1}``, ``ObjectId("…")``, ``new Date()``, a JavaScript function — is refused with a
-message saying how to write it instead. Nothing is ever evaluated. Python objects take the
-same road (serialised to Extended JSON, then parsed strictly), so the guard always checks the
-one canonical tree that is sent to the server.
+:func:`parse_json_input` first: text is parsed by ``json.loads`` whose object hook reads
+Extended JSON (``{"$oid": …}``, ``{"$date": …}``) in its exact shapes only
+(:mod:`~relay_nb.connectors.mongo.extjson`: a DBRef with extra fields, a type marker beside
+operators, JavaScript are refused there), and anything that is not JSON — ``{n: 1}``,
+``ObjectId("…")``, ``new Date()``, a JavaScript function — is refused with a message saying
+how to write it instead. Nothing is ever evaluated. Python objects take the same road
+(serialised to Extended JSON, then parsed strictly), so the guard always checks the one
+canonical tree that is sent to the server.
 
 On the way out, driver types become plain Python (ObjectId → hex string, Decimal128 → float,
 Timestamp → datetime…) and documents become a flat DataFrame.
@@ -24,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from relay_nb.connectors.mongo.extjson import ExtendedJsonError, decode_object
 from relay_nb.connectors.results import frame_from_records
 from relay_nb.errors import UnsafeQueryError
 
@@ -56,9 +59,14 @@ def parse_json_input(value: Any, what: str) -> Any:
         text = value.strip()
     else:
         from bson import json_util
+        from bson.binary import UuidRepresentation
 
+        # a uuid.UUID is written as the standard binary (subtype 4) a server stores for it
+        options = json_util.RELAXED_JSON_OPTIONS.with_options(
+            uuid_representation=UuidRepresentation.STANDARD
+        )
         try:
-            text = json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS)
+            text = json_util.dumps(value, json_options=options)
         except (TypeError, ValueError) as exc:
             raise UnsafeQueryError(
                 "invalid_json", f"{what} cannot be written as JSON ({exc}); pass JSON values only"
@@ -71,20 +79,13 @@ def parse_json_input(value: Any, what: str) -> Any:
 
 
 def _loads(text: str, what: str) -> Any:
-    from bson import json_util
-    from bson.errors import BSONError
-
     def pairs(items: list[tuple[str, Any]]) -> Any:
         seen: set[str] = set()
         for key, _ in items:
             if key in seen:
                 raise _DuplicateKey(key)
             seen.add(key)
-        if "$regex" in seen and not seen <= _LEGACY_REGEX_KEYS:
-            # the $regex query operator beside others ({"$regex": "^p", "$ne": "paid"}):
-            # json_util would read a legacy regex and silently drop every other key
-            return dict(items)
-        return json_util.object_pairs_hook(items, json_util.RELAXED_JSON_OPTIONS)
+        return decode_object(items)
 
     def constant(name: str) -> Any:
         raise _NotJson(f"{name} is not JSON; use null or a finite number")
@@ -99,18 +100,15 @@ def _loads(text: str, what: str) -> Any:
         ) from None
     except _NotJson as exc:
         raise UnsafeQueryError("invalid_json", f"{what}: {exc.args[0]}") from None
+    except ExtendedJsonError as exc:
+        raise UnsafeQueryError(exc.rule, f"{what}: {exc.message}") from None
     except RecursionError:
         raise UnsafeQueryError("too_deep", f"{what} is nested too deeply; simplify it") from None
-    except (TypeError, ValueError, OverflowError, BSONError) as exc:  # {"$oid": 1}, {"$date": …}
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+        # the decoder validates every shape first; whatever still slips through fails closed
         raise UnsafeQueryError(
-            "invalid_json",
-            f"{what} has an invalid Extended JSON value ({_first_line(exc)}); use "
-            '{"$oid": "<24 hex digits>"}, {"$date": "2025-01-31T00:00:00Z"}',
+            "invalid_json", f"{what} could not be decoded ({_first_line(exc)}); send plain JSON"
         ) from None
-
-
-_LEGACY_REGEX_KEYS = frozenset({"$regex", "$options"})
-"""The only keys of an object Extended JSON may read as a regex; with more, it is a query."""
 
 
 class _DuplicateKey(Exception):
@@ -176,7 +174,8 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Regex):
         return f"/{value.pattern}/{_regex_flags(value.flags)}"
     if isinstance(value, DBRef):
-        return {"$ref": value.collection, "$id": to_plain(value.id)}
+        plain = {"$ref": value.collection, "$id": to_plain(value.id)}
+        return plain | ({"$db": value.database} if value.database is not None else {})
     if isinstance(value, Code):
         return str(value)
     return str(value)  # MinKey, MaxKey, DatetimeMS: rare; text beats a crash

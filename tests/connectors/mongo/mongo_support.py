@@ -20,7 +20,7 @@ from relay_nb.connectors.mongo import MongoConnector
 
 __all__ = ["ALLOWED", "CommandLog", "MongoServer", "Watched", "server_state"]
 
-ALLOWED = ("customers", "orders", "products", "events", "paid_orders")
+ALLOWED = ("customers", "orders", "products", "events", "paid_orders", "tickets")
 """The test allowlist: ``internal_notes`` (and every ``system.*``) stays hidden."""
 
 

@@ -13,6 +13,9 @@ What it holds, and why:
   only on some;
 * ``products`` (20): string ``_id``, Decimal128 ``price``, ``category`` sometimes null;
 * ``events`` (60): ``payload.meta.source.name`` nested deeper than the default max_depth;
+* ``tickets`` (12): the Extended JSON types a query may name — DBRefs to ``customers``
+  (with ``$db`` on even tickets, without on odd ones) and to ``orders``, a UUID (binary
+  subtype 4), an Int64 past 2**53, a Timestamp, a Decimal128, a date and a subtype-0 binary;
 * ``internal_notes``: a collection the tests leave off the allowlist (it holds a fake key);
 * ``system.js``: a ``system.`` collection, never visible to the connector;
 * ``paid_orders``: a view on ``orders``.
@@ -39,6 +42,7 @@ EXPECTED_COUNTS = {
     "orders": 240,
     "products": 20,
     "events": 60,
+    "tickets": 12,
     "internal_notes": 3,
     "system.js": 1,
 }
@@ -135,6 +139,28 @@ def _events() -> list[dict[str, Any]]:
     ]
 
 
+def _tickets() -> list[dict[str, Any]]:
+    import uuid
+
+    from bson import Binary, Decimal128, Int64, Timestamp
+    from bson.dbref import DBRef
+
+    return [
+        {
+            "_id": oid(4, i),
+            "customer": DBRef("customers", oid(1, i % 4), DATABASE if i % 2 == 0 else None),
+            "order": DBRef("orders", oid(2, i)),
+            "trace": Binary.from_uuid(uuid.UUID(int=0x1000 + i)),
+            "sequence": Int64(9_007_199_254_740_993 + i),
+            "opened_at": _EPOCH + dt.timedelta(days=i, hours=3),
+            "logged": Timestamp(1_735_689_600 + i * 3600, 1),
+            "refund": Decimal128(f"{i}.25"),
+            "attachment": Binary(bytes([i, i + 1]), 0),
+        }
+        for i in range(EXPECTED_COUNTS["tickets"])
+    ]
+
+
 def _internal_notes() -> list[dict[str, Any]]:
     return [
         {"_id": i, "owner": "ops", "api_key": f"{FAKE_KEY}{i}"}
@@ -155,6 +181,7 @@ def seed(url: str, database: str = DATABASE) -> None:
         db.products.insert_many(_products())
         db.orders.insert_many(_orders(rng))
         db.events.insert_many(_events())
+        db.tickets.insert_many(_tickets())
         db.internal_notes.insert_many(_internal_notes())
         db["system.js"].insert_one({"_id": "leak", "value": Code("function () { return 1 }")})
         db.create_collection(

@@ -6,6 +6,10 @@ client must have sent the server no command at all, and the server must show not
 (collections, counts, databases and — on SecantusDB — its write counters). A control test
 proves that check sees a real write, and that the server would have honoured a ``$out``.
 
+Entries marked ``hides`` or ``drops`` are first shown harmful without the connector's strict
+decoder: plain ``bson.json_util`` keeps the key where a walk of dicts and lists cannot see it
+although it is still encoded for the server (``hides``), or silently loses it (``drops``).
+
 Benign queries (``corpus/mongo_benign.yaml``) must return exactly what the server returns for
 the same query run directly, cut at the row limit.
 """
@@ -18,10 +22,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import bson
 import pandas as pd
 import pytest
 import yaml
 from bson import json_util
+from bson.code import Code
+from bson.dbref import DBRef
 from mongo_support import ALLOWED, Watched, server_state
 
 from relay_nb.connectors.mongo import MongoConnector
@@ -36,6 +43,19 @@ BENIGN = yaml.safe_load((CORPUS / "mongo_benign.yaml").read_text(encoding="utf-8
 def _decode(value: Any) -> Any:
     """The oracle's own decoding: plain bson.json_util, as a developer would write it."""
     return json_util.loads(value if isinstance(value, str) else json.dumps(value))
+
+
+_QUERY_PARTS = ("filter", "projection", "sort", "pipeline")
+HIDING = [entry for entry in REFUSED if "hides" in entry or "drops" in entry]
+
+
+def _walked_keys(value: Any) -> set[str]:
+    """Every key a walk of dicts and lists sees: what the guard saw before issue 17."""
+    if isinstance(value, dict):
+        return set(value).union(*(_walked_keys(item) for item in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_walked_keys(item) for item in value))
+    return set()
 
 
 def _tool_only(spec: dict[str, Any]) -> bool:
@@ -72,6 +92,7 @@ def test_corpora_are_well_formed() -> None:
     ):
         assert rules[rule] >= 2, rule
     assert len(REFUSED) >= 80 and len(BENIGN) >= 30
+    assert len(HIDING) >= 25 and all(e["rule"] in ("invalid_json", "javascript") for e in HIDING)
 
 
 @pytest.mark.parametrize("entry", REFUSED, ids=[e["id"] for e in REFUSED])
@@ -95,6 +116,33 @@ async def test_refused_nothing_reaches_the_server(entry: dict[str, Any], watch: 
         assert target[3:] not in watch.client.list_database_names()
     elif target:
         assert target not in watch.client[watch.server.database].list_collection_names()
+
+
+@pytest.mark.parametrize("entry", HIDING, ids=[e["id"] for e in HIDING])
+def test_plain_json_util_hides_or_drops_the_key(entry: dict[str, Any]) -> None:
+    """Without the strict decoder the entry is harmful, so its refusal is not vacuous: the key
+    is in the input, a dict/list walk of json_util's result never meets it, and the BSON
+    sent to the server still holds it (``hides``: in a DBRef's extra fields or ``$id``, in
+    a Code's scope) or has lost it (``drops``: what would run is not what was written)."""
+    key = entry.get("hides") or entry["drops"]
+    parts = {k: v for k, v in entry["input"].items() if k in _QUERY_PARTS}
+    assert key in json.dumps(parts)
+    decoded = {k: _decode(v) for k, v in parts.items()}
+    assert key not in _walked_keys(decoded)
+    wire = bson.encode({"query": decoded})
+    if "hides" in entry:
+        assert key.encode() in wire
+        assert _carriers(decoded), "json_util made no DBRef or Code of it"
+    else:
+        assert key.encode() not in wire
+
+
+def _carriers(value: Any) -> list[Any]:
+    """The DBRef and Code values json_util made: where a dict/list walk stops."""
+    if isinstance(value, (DBRef, Code)):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [found for item in items for found in _carriers(item)]
 
 
 def test_the_write_check_sees_real_writes(watch: Watched) -> None:

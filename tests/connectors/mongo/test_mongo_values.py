@@ -49,9 +49,19 @@ def test_python_values_with_bson_types_round_trip() -> None:
     assert parse_json_input(value, "filter") == value
 
 
-def test_code_values_decode_to_code_for_the_guard_to_refuse() -> None:
-    parsed = parse_json_input('{"x": {"$code": "function () {}"}}', "filter")
-    assert isinstance(parsed["x"], Code)
+@pytest.mark.parametrize(
+    "text",
+    ['{"x": {"$code": "function () {}"}}', '{"x": {"$code": "1", "$scope": {"a": 1}}}'],
+)
+def test_javascript_values_are_refused_while_decoding(text: str) -> None:
+    with pytest.raises(UnsafeQueryError) as refused:
+        parse_json_input(text, "filter")
+    assert refused.value.rule == "javascript"
+    assert refused.value.message.startswith("filter: a JavaScript value ($code)")
+    # a Python Code object takes the same road
+    with pytest.raises(UnsafeQueryError) as as_object:
+        parse_json_input({"x": Code("function () {}")}, "filter")
+    assert as_object.value.rule == "javascript"
 
 
 @pytest.mark.parametrize(
@@ -83,7 +93,7 @@ def test_non_json_is_refused_with_a_fix(text: str, hint: str) -> None:
         ('{"a": -Infinity}', "-Infinity is not JSON"),
         ('{"a": 1, "a": 2}', "repeats the key 'a'"),
         ('{"_id": {"$oid": "xyz"}}', '{"$oid": "<24 hex digits>"}'),
-        ('{"at": {"$date": "yesterday"}}', "invalid Extended JSON value"),
+        ('{"at": {"$date": "yesterday"}}', '$date holds an invalid value; write {"$date": "20'),
     ],
 )
 def test_json_that_is_not_plain_data_is_refused(text: str, fragment: str) -> None:
