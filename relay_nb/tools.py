@@ -127,7 +127,12 @@ class Tool:
                 content=_clip(f"{self.name} failed: {type(exc).__name__}: {redact(str(exc))}"),
                 is_error=True,
             )
-        return produced if isinstance(produced, ToolResult) else ToolResult(content=str(produced))
+        if not isinstance(produced, ToolResult):
+            produced = ToolResult(content=str(produced))
+        # whatever a tool read (a row, a page, a server's text) may hold a credential: the
+        # model, the events and the trace see the content only through this one redaction
+        produced.content = redact(produced.content)
+        return produced
 
 
 class _ToolExited(Exception):

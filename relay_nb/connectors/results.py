@@ -22,10 +22,18 @@ import io
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
+
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_COLUMNS,
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    ResultBudget,
+)
+from relay_nb.redaction import REDACTED, secret_patterns
 
 __all__ = [
     "QueryResult",
@@ -34,6 +42,7 @@ __all__ = [
     "csv_records",
     "frame_from_records",
     "preview_for_model",
+    "redact_rows",
 ]
 
 
@@ -58,6 +67,11 @@ class QueryResult(BaseModel):
     tables: tuple[str, ...] = ()
     language: str = "sql"
     """How ``executed_sql`` is written: ``"sql"``, ``"mongo"`` (JSON) or ``"http"``."""
+    limit: Literal["rows", "bytes"] = "rows"
+    """Which bound ``truncated`` means: the row limit, or the result's byte limit."""
+    notes: tuple[str, ...] = ()
+    """What the result's bounds did (values clipped, reading stopped at the byte limit,
+    columns left out), in sentences for the model and the analyst."""
 
     def __repr__(self) -> str:
         more = ", truncated" if self.truncated else ""
@@ -70,12 +84,16 @@ def build_frame(
     *,
     temporal_columns: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Rows to a DataFrame with honest dtypes.
+    """Rows to a DataFrame with honest dtypes, every known secret redacted.
 
+    Redaction happens here because every connector's rows pass here (SQL, the DataFrame
+    connector, Mongo documents, HTTP records, MCP records, web-search hits): a credential
+    stored in a table never reaches the prompt, the trace, the events or a saved notebook.
     Decimals become float64 (as ``pandas.read_sql`` does), all-``date`` columns become
     datetime64, and columns the catalog declares temporal but the driver returned as text
     (SQLite) are parsed as ISO 8601 when every value parses — otherwise left untouched.
     """
+    columns, rows = redact_rows(columns, rows)
     frame = pd.DataFrame.from_records(list(rows), columns=list(columns), coerce_float=True)
     if frame.columns.has_duplicates:
         return frame  # positional access only; conversions below address columns by name
@@ -98,25 +116,103 @@ def build_frame(
     return frame
 
 
-def frame_from_records(records: Sequence[Mapping[str, Any]], *, max_depth: int = 1) -> pd.DataFrame:
-    """JSON-like records (Mongo documents, API responses) to a flat DataFrame.
+def redact_rows(
+    columns: Sequence[Any], rows: Sequence[tuple[Any, ...]]
+) -> tuple[list[Any], Sequence[tuple[Any, ...]]]:
+    """Column names and text or binary cells with every known secret replaced by
+    ``[REDACTED]``; the rows come back untouched (the same list) when nothing matched."""
+    patterns = secret_patterns()
+    if patterns is None:
+        return list(columns), rows
+    text, data = patterns
+    names = [text.sub(REDACTED, c) if isinstance(c, str) else c for c in columns]
+    out: list[tuple[Any, ...]] | None = None
+    for index, row in enumerate(rows):
+        changed: list[Any] | None = None
+        for position, value in enumerate(row):
+            if isinstance(value, str):
+                if text.search(value):
+                    changed = changed or list(row)
+                    changed[position] = text.sub(REDACTED, value)
+            elif isinstance(value, bytes | bytearray | memoryview):
+                raw = bytes(value)
+                if data.search(raw):
+                    changed = changed or list(row)
+                    changed[position] = data.sub(REDACTED.encode(), raw)
+        if changed is not None:
+            if out is None:
+                out = list(rows[:index])
+            out.append(tuple(changed))
+        elif out is not None:
+            out.append(row)
+    return names, (out if out is not None else rows)
+
+
+def frame_from_records(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    max_depth: int = 1,
+    max_columns: int = DEFAULT_MAX_COLUMNS,
+    budget: ResultBudget | None = None,
+) -> pd.DataFrame:
+    """JSON-like records (Mongo documents, API responses) to a flat DataFrame, bounded.
 
     Nested objects become dotted columns down to ``max_depth`` levels (``customer.name``);
     deeper objects and lists stay one cell each, serialised as compact JSON so the frame
     holds only scalars (a list cell cannot be sorted, grouped or shown in a pager).
-    Callers convert driver types (ObjectId, Decimal128…) to plain Python first.
+    At most ``max_columns`` columns are kept, in order of first appearance: a record with
+    tens of thousands of keys costs a walk of its keys, not a DataFrame column each. Rows go
+    through ``budget`` (values clipped, stop at the result's byte limit); what was left out
+    is added to its notes. Callers convert driver types (ObjectId, Decimal128…) first.
     """
-    if not records:
-        return pd.DataFrame()
-    frame = pd.json_normalize(list(records), max_level=max_depth)
-    for name in frame.columns:
-        series = frame[name]
-        if series.map(lambda v: isinstance(v, (list, dict, tuple))).any():
-            frame[name] = series.map(_compact_json)
-    return build_frame(list(frame.columns), list(frame.itertuples(index=False, name=None)))
+    if budget is None:
+        budget = ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES, unit="records")
+    columns: dict[str, None] = {}
+    dropped: dict[str, None] = {}
+    rows: list[tuple[Any, ...]] = []
+    for record in records:
+        flat: dict[str, Any] = {}
+        _flatten(record, "", 0, max_depth, flat)
+        for name in flat:
+            if name in columns or name in dropped:
+                continue
+            if len(columns) < max_columns:
+                columns[name] = None
+            else:
+                dropped[name] = None
+        row = budget.admit(tuple(_cell(flat.get(name)) for name in columns))
+        if row is None:
+            break
+        rows.append(row)
+    if dropped:
+        budget.extra_notes.append(
+            f"the {budget.unit} have {len(columns) + len(dropped):,} fields; the first "
+            f"{len(columns):,} became columns and {len(dropped):,} were left out (a limit of "
+            f"{max_columns:,} columns); ask for fewer fields"
+        )
+    if not columns:
+        return pd.DataFrame(index=range(len(rows))) if rows else pd.DataFrame()
+    width = len(columns)
+    padded = [row + (None,) * (width - len(row)) for row in rows]  # later columns: missing
+    return build_frame(list(columns), padded)
 
 
-def _compact_json(value: Any) -> Any:
+def _flatten(
+    record: Mapping[str, Any], prefix: str, depth: int, max_depth: int, out: dict[str, Any]
+) -> None:
+    """One level's plain fields, then its nested objects' (as ``pandas.json_normalize``
+    orders them: a flattened object's fields come after its siblings)."""
+    nested: list[tuple[str, Mapping[str, Any]]] = []
+    for key, value in record.items():
+        if isinstance(value, Mapping) and depth < max_depth:
+            nested.append((f"{prefix}{key}.", value))
+        else:
+            out[f"{prefix}{key}"] = value
+    for inner_prefix, value in nested:
+        _flatten(value, inner_prefix, depth + 1, max_depth, out)
+
+
+def _cell(value: Any) -> Any:
     if isinstance(value, (list, dict, tuple)):
         return json.dumps(value, default=str, separators=(",", ":"), ensure_ascii=False)
     return value
@@ -133,13 +229,16 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     """Columns with dtypes, then CSV rows until ``max_chars``; always says how many exist."""
     frame = result.df
     header = f"{result.row_count} row{'s' if result.row_count != 1 else ''}"
-    if result.truncated:
+    if result.truncated and result.limit == "bytes":
+        header += " (stopped at the result's byte limit; more rows may exist)"
+    elif result.truncated:
         header += (
             " (stopped at the row limit; more rows exist — aggregate or filter in the query "
             "instead of paging)"
         )
     columns = ", ".join(f"{column_label(name)} {dtype}" for name, dtype in frame.dtypes.items())
-    lines = [header, f"columns: {columns}" if columns else "columns: (none)"]
+    lines = [header, *(f"note: {note}" for note in result.notes)]
+    lines.append(f"columns: {columns}" if columns else "columns: (none)")
     budget = max_chars - sum(len(line) + 1 for line in lines)
     buffer = io.StringIO()
     # "\r\n" makes the writer quote a value holding either character (with "\n" alone a

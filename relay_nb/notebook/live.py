@@ -170,7 +170,11 @@ class LiveTurnView:
 
     def _result(self, call: CallView) -> Any:
         if call.frame is not None:
-            return TablePager(self._widgets, call.frame, self.max_rows).box
+            pager = TablePager(self._widgets, call.frame, self.max_rows).box
+            if not call.notes:
+                return pager
+            notes = "".join(f"<div>⚠ {html.escape(note)}</div>" for note in call.notes)
+            return self._widgets.VBox([pager, self._widgets.HTML(notes)])
         if call.png is not None:
             return self._widgets.Image(value=call.png, format="png")
         shown = html.escape(call.content[:_MAX_PREVIEW_CHARS])

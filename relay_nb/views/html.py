@@ -51,6 +51,7 @@ _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
     ".relay-turn details{margin:4px 0;border-left:3px solid #8aa;padding-left:8px}"
     ".relay-turn .relay-error{color:#b00}.relay-turn .relay-usage{color:#666;margin-top:6px}"
+    ".relay-turn .relay-note{color:var(--jp-warn-color0,#b36b00);margin-top:4px}"
     ".relay-turn pre{margin:4px 0}.relay-turn table{font-size:12px}</style>"
 )
 
@@ -91,6 +92,7 @@ def _call_html(call: CallView, max_rows: int) -> str:
         body.append(f'<pre class="relay-error">{html.escape(call.content)}</pre>')
     elif call.frame is not None:
         body.append(table_html(call.frame, max_rows=max_rows))
+        body.extend(f'<div class="relay-note">⚠ {html.escape(note)}</div>' for note in call.notes)
     elif call.png is not None:
         body.append(chart_html(call.png))
     else:

@@ -94,6 +94,11 @@ class CallView(BaseModel):
         return None if self.is_error else getattr(self.artifact, "png", None)
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What the result's bounds did (values cut, reading stopped at the byte limit)."""
+        return () if self.is_error else tuple(getattr(self.artifact, "notes", ()) or ())
+
+    @property
     def opened(self) -> bool:
         """Shown unfolded: an error to read, a chart to look at."""
         return self.is_error or self.png is not None
@@ -237,7 +242,10 @@ def status_of(artifact: Any) -> str:
     rows = getattr(artifact, "row_count", None)
     if rows is None:
         return "ok"
-    more = " (more exist)" if getattr(artifact, "truncated", False) else ""
+    more = ""
+    if getattr(artifact, "truncated", False):
+        bytes_ = getattr(artifact, "limit", "rows") == "bytes"
+        more = " (stopped at the byte limit)" if bytes_ else " (more exist)"
     return f"{rows:,} row{'s' if rows != 1 else ''}{more}"
 
 

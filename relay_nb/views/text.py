@@ -86,6 +86,7 @@ def _call_lines(
     elif call.frame is not None and preview_rows > 0:
         table = call.frame.head(preview_rows).to_string(index=False, max_colwidth=40)
         lines += ["    " + line[:_MAX_LINE] for line in table.splitlines()]
+        lines += ["    note: " + _one_line(note) for note in call.notes]
     elif call.artifact is None or call.png is not None:
         lines.append("    " + _one_line(call.content))  # a chart says what it drew
     return lines

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from relay_nb.connectors.base import check_connector_id
+from relay_nb.connectors.bounds import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_VALUE_BYTES
 from relay_nb.connectors.dataframe.frames import (
     FrameError,
     FrameSource,
@@ -106,6 +107,8 @@ class DataFrameConnector(SQLConnector):
         statement_timeout_s: float = 30.0,
         name: str | None = None,
         description: str | None = None,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         connector_id = check_connector_id(id)
         self._sources: dict[str, FrameSource] = normalize_sources(connector_id, frames)
@@ -119,6 +122,8 @@ class DataFrameConnector(SQLConnector):
             statement_timeout_s=statement_timeout_s,
             name=name,
             description=description,
+            max_value_bytes=max_value_bytes,
+            max_result_bytes=max_result_bytes,
         )
         tables = list(self._sources)
         plural = "s" if len(tables) > 1 else ""

@@ -18,8 +18,16 @@ from pydantic import BaseModel, Field
 from sqlalchemy import URL, Engine
 
 from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    ResultBudget,
+    check_byte_limits,
+    describe_bytes,
+)
 from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.dialects import sqlglot_dialect
+from relay_nb.connectors.sql.fetch import is_oversized
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.policies import policy_for
@@ -76,8 +84,15 @@ class SQLConnector(Connector):
         description: str | None = None,
         preview_chars: int = 4000,
         sample_values: int = 0,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.id = check_connector_id(id)
+        # bytes one value, and one result, may bring into the kernel: longer values are cut,
+        # and reading stops (the statement cancelled) before the result passes its limit
+        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
+            max_value_bytes, max_result_bytes
+        )
         if not isinstance(row_limit, int) or row_limit < 1:
             raise ConfigurationError(f"row_limit must be a positive integer, got {row_limit!r}")
         if not statement_timeout_s or statement_timeout_s <= 0:
@@ -177,6 +192,8 @@ class SQLConnector(Connector):
                 query.sql(dialect=self.dialect),
                 max_rows=self.sample_values,
                 timeout_s=min(self.statement_timeout_s, 5.0),
+                budget=ResultBudget(self.max_value_bytes, self.max_result_bytes),
+                query=True,
             )
         except Exception:  # samples are a nicety: a column we cannot read simply has none
             return []
@@ -252,6 +269,7 @@ class SQLConnector(Connector):
         self._check_not_closed()
         guarded = self.guard(sql)
         self._before_run(guarded)
+        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
         try:
             fetched = run_read_only(
                 self.engine,
@@ -260,10 +278,14 @@ class SQLConnector(Connector):
                 timeout_s=self.statement_timeout_s,
                 cancel=cancel,
                 search_path=self.catalog.default_schema if self.policy.pins_search_path else None,
+                budget=budget,
+                query=True,
             )
         except Exception as exc:
             raise self._execution_error(exc, cancel) from None
-        truncated = len(fetched.rows) > self.row_limit
+        if budget.full and not fetched.rows:
+            raise self._oversized_error()
+        truncated = budget.full or len(fetched.rows) > self.row_limit
         rows = fetched.rows[: self.row_limit]
         frame = build_frame(fetched.columns, rows, temporal_columns=self._temporal(guarded))
         return QueryResult(
@@ -275,6 +297,8 @@ class SQLConnector(Connector):
             connector_id=self.id,
             submitted_sql=sql,
             tables=guarded.tables,
+            limit="bytes" if budget.full else "rows",
+            notes=budget.notes(),
         )
 
     def _before_run(self, guarded: GuardedQuery) -> None:
@@ -291,7 +315,16 @@ class SQLConnector(Connector):
             )
         if cancel.cancelled:
             return QueryExecutionError("the query was cancelled")
+        if is_oversized(exc):  # before any row came
+            return self._oversized_error()
         return QueryExecutionError(f"the database refused the query: {_driver_message(exc)}")
+
+    def _oversized_error(self) -> QueryExecutionError:
+        return QueryExecutionError(
+            "the result's first row (or a value the query builds) is larger than "
+            f"{describe_bytes(self.max_result_bytes)} (the connector's max_result_bytes), so "
+            "nothing was read; select a part of long values (substr, left) or their length"
+        )
 
     def _unavailable_error(self, exc: DatabaseUnavailable) -> QueryExecutionError:
         """The database is the problem, not the query: say which, and that asking again

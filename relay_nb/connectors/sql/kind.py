@@ -37,6 +37,8 @@ class SQLOptions(BaseModel):
     row_limit: int = _unset("row_limit", "rowLimit")
     statement_timeout_s: float = _unset("statement_timeout_s", "statementTimeoutS")
     sample_values: int = _unset()
+    max_value_bytes: int = _unset()
+    max_result_bytes: int = _unset()
 
 
 def is_engine(value: object) -> bool:

@@ -7,15 +7,23 @@ write. Every dialect gets the strongest read-only mode its driver offers:
   ``PRAGMA query_only`` and no attachable database (ATTACH, VACUUM INTO) on every call; time
   bounded by a progress handler.
 - PostgreSQL: ``default_transaction_read_only`` at connect, ``SET TRANSACTION READ ONLY`` and
-  ``SET LOCAL statement_timeout`` per call, the statement prepared (psycopg 3, unless the
-  connection turned preparing off) so that a stacked ``COMMIT; …`` cannot run; cancelled
-  through the driver's cancel request.
+  ``SET LOCAL statement_timeout`` per call, the statement sent with the extended protocol
+  (psycopg 3) so that a stacked ``COMMIT; …`` cannot run; cancelled through the driver's
+  cancel request.
 - MySQL/MariaDB: a read-only session (so DDL, which commits implicitly, is refused too) and
   ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
   ``max_statement_time`` (MariaDB), reset after the call; cancelled with ``KILL QUERY``.
 - DuckDB: ``read_only`` with external access disabled and the configuration locked.
 
-Every call ends in a rollback; a connection whose rollback fails is discarded.
+Every call ends in a rollback; a connection whose rollback fails is discarded. What a
+rollback does not undo is undone too, so no query can leave state for the next one: the
+random seed is drawn afresh at the start of every call (PostgreSQL, DuckDB), and after a
+statement that calls a function the guard cannot vouch for (an extension's, a user's) the
+session is reset (PostgreSQL ``DISCARD ALL``: settings, prepared statements, advisory locks,
+sequences' state, temporary objects) or, on the other databases, the connection discarded.
+
+Rows are read under a byte budget (:mod:`relay_nb.connectors.sql.fetch`): the statement is
+cancelled and the connection discarded when the budget is spent mid-result.
 
 When the database itself is the problem — no connection can be opened, the pool has none
 free, or the connection dies mid-query (the server stopped) — :class:`DatabaseUnavailable`
@@ -25,6 +33,7 @@ says which, so the caller can say "the server is down" instead of "your query wa
 from __future__ import annotations
 
 import contextlib
+import secrets
 import sqlite3
 import threading
 import time
@@ -36,6 +45,12 @@ from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    ResultBudget,
+)
+from relay_nb.connectors.sql.fetch import fetch_rows
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import redact_url
 
@@ -83,6 +98,8 @@ class FetchedRows:
     columns: list[str]
     rows: list[tuple[Any, ...]]
     elapsed_ms: float
+    budget: ResultBudget | None = None
+    """What the byte budget kept, clipped and refused (its ``notes()`` say so)."""
 
 
 _CANCEL_REPEAT_S = 0.25
@@ -247,6 +264,9 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
+_SERVERS = ("postgresql", "mysql", "mariadb")
+
+
 def run_read_only(
     engine: Engine,
     sql: str,
@@ -255,37 +275,49 @@ def run_read_only(
     timeout_s: float,
     cancel: CancelHandle | None = None,
     search_path: str | None = None,
+    budget: ResultBudget | None = None,
+    reset_session: bool = False,
+    query: bool = False,
 ) -> FetchedRows:
     """Run ``sql`` (already guarded) read-only; raise the driver's exception on failure.
 
     ``search_path`` (PostgreSQL) pins unqualified names to the schema the guard resolved
     them against, so a same-named table in another schema on the role's path cannot win.
+    ``budget`` bounds the bytes read (the defaults when ``None``); ``reset_session`` says
+    the statement may have changed session state a rollback keeps (it calls a function the
+    guard cannot vouch for), so the session is reset or the connection discarded after it;
+    ``query`` says ``sql`` is a query the guard produced, which PostgreSQL then measures row
+    by row on the server (:func:`~relay_nb.connectors.sql.fetch.pg_row_bounded`).
     """
     cancel = cancel or CancelHandle()
+    budget = budget or ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES)
     backend = engine.dialect.name
     raw = _checkout(engine)
     timer = threading.Timer(timeout_s, cancel.cancel, kwargs={"reason": "timeout"})
     timer.daemon = True
     started = time.perf_counter()
     clean = False
+    stopped = False
     try:
         driver_conn = raw.driver_connection
-        _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path)
+        _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path, budget)
         cancel.arm(_canceller(backend, engine, driver_conn, raw))
         timer.start()
-        cursor = raw.cursor()
         try:
             if cancel.cancelled:  # a cancel that came before the statement: never start it
                 raise QueryCancelled(cancel.reason)
-            _execute_one(backend, engine, cursor, sql)
-            columns = [d[0] for d in cursor.description or ()]
-            rows = [tuple(r) for r in cursor.fetchmany(max_rows)] if columns else []
+            outcome = fetch_rows(
+                backend, engine, raw, sql, max_rows=max_rows, budget=budget, row_check=query
+            )
+            stopped = outcome.stopped and backend in _SERVERS
+            if stopped:  # rows are still coming: stop the statement, drop the connection
+                cancel.cancel("stopped reading")
         finally:
             cancel.disarm()
             timer.cancel()
-            _close_quietly(cursor)
         clean = True
-        return FetchedRows(columns, rows, (time.perf_counter() - started) * 1000)
+        elapsed = (time.perf_counter() - started) * 1000
+        return FetchedRows(outcome.columns, outcome.rows, elapsed, budget)
     except Exception as exc:
         if _is_disconnect(engine, exc, raw):
             raise DatabaseUnavailable("lost") from exc
@@ -293,29 +325,8 @@ def run_read_only(
     finally:
         cancel.disarm()  # also when the statement never started: no cancel outlives the call
         timer.cancel()
-        discard = cancel.fired or (not clean and backend in ("mysql", "mariadb"))
-        _end(backend, engine, raw, discard=discard)
-
-
-def _execute_one(backend: str, engine: Engine, cursor: Any, sql: str) -> None:
-    """Execute exactly one statement where the driver would otherwise run several.
-
-    psycopg 3 sends parameterless text through the simple query protocol, which runs every
-    statement in it: ``SELECT 1; COMMIT; …`` would end the read-only transaction for a role
-    that may write. A prepared statement (extended protocol) refuses a second statement.
-    psycopg ignores ``prepare=True`` on a connection with ``prepare_threshold=None`` (the
-    documented setting behind PgBouncer), and psycopg2 has no such option: there the guard's
-    single-statement rule is the only barrier to stacked statements.
-    """
-    driver = getattr(cursor, "connection", None)
-    if (
-        backend == "postgresql"
-        and engine.dialect.driver == "psycopg"
-        and getattr(driver, "prepare_threshold", None) is not None
-    ):
-        cursor.execute(sql, prepare=True)
-    else:
-        cursor.execute(sql)
+        discard = cancel.fired or stopped or (not clean and backend in ("mysql", "mariadb"))
+        _end(backend, engine, raw, discard=discard, reset_session=reset_session)
 
 
 def open_connection(engine: Engine) -> Connection:
@@ -357,6 +368,7 @@ def _begin_read_only(
     timeout_s: float,
     cancel: CancelHandle,
     search_path: str | None,
+    budget: ResultBudget,
 ) -> None:
     cursor = raw.cursor()
     try:
@@ -376,9 +388,10 @@ def _begin_read_only(
             if search_path:
                 settings["search_path"] = _pg_identifier(search_path)
             calls = ", ".join(f"set_config('{name}', %s, true)" for name in settings)
+            # a seed no earlier query chose: setseed() outlives every rollback
             cursor.execute(
-                f"SELECT current_setting('transaction_read_only'), {calls}",
-                tuple(settings.values()),
+                f"SELECT current_setting('transaction_read_only'), {calls}, setseed(%s)",
+                (*settings.values(), _fresh_seed()),
             )
             if cursor.fetchone()[0] != "on":  # never run unless the server confirms it
                 raise ReadOnlyNotEnforced("PostgreSQL did not start a read-only transaction")
@@ -391,15 +404,18 @@ def _begin_read_only(
             # a read-only SESSION refuses DDL too (error 1792), the transaction alone does not
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("START TRANSACTION READ ONLY")
-        elif backend == "duckdb" and "relay_duckdb_checked" not in raw.info:
-            # an engine the caller built may allow file and network access: refuse it
-            cursor.execute("SELECT current_setting('enable_external_access')")
-            if cursor.fetchone()[0] not in (False, "false"):
-                raise ReadOnlyNotEnforced(
-                    "this DuckDB engine allows external access; pass a URL, or open it with "
-                    "config={'enable_external_access': False}"
-                )
-            raw.info["relay_duckdb_checked"] = True
+        elif backend == "duckdb":
+            if "relay_duckdb_checked" not in raw.info:
+                # an engine the caller built may allow file and network access: refuse it
+                cursor.execute("SELECT current_setting('enable_external_access')")
+                if cursor.fetchone()[0] not in (False, "false"):
+                    raise ReadOnlyNotEnforced(
+                        "this DuckDB engine allows external access; pass a URL, or open it "
+                        "with config={'enable_external_access': False}"
+                    )
+                raw.info["relay_duckdb_checked"] = True
+            # a seed no earlier query chose: setseed() outlives the call
+            cursor.execute(f"SELECT setseed({_fresh_seed()!r})")
         elif backend == "sqlite":
             # remember the connection's own setting: an engine the caller passed in must get
             # its connections back as they were (our own engines are query_only from connect)
@@ -408,9 +424,9 @@ def _begin_read_only(
             cursor.execute("PRAGMA query_only = ON")
             # one huge string can outrun the progress handler: cap value sizes per call
             driver = raw.driver_connection
-            raw.info["relay_length_before"] = driver.setlimit(
-                sqlite3.SQLITE_LIMIT_LENGTH, _SQLITE_MAX_VALUE_BYTES
-            )
+            # and no value may be longer than the whole result may be (the budget's limit)
+            length = min(_SQLITE_MAX_VALUE_BYTES, budget.max_result_bytes)
+            raw.info["relay_length_before"] = driver.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
             # ATTACH and VACUUM INTO create files even under query_only: allow no attachment
             raw.info["relay_attached_before"] = driver.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
             deadline = time.monotonic() + timeout_s
@@ -424,6 +440,11 @@ def _begin_read_only(
             raw.driver_connection.set_progress_handler(past_deadline, _SQLITE_PROGRESS_STEPS)
     finally:
         _close_quietly(cursor)
+
+
+def _fresh_seed() -> float:
+    """A random seed in [-1, 1) from the operating system's entropy."""
+    return secrets.randbits(52) / (1 << 51) - 1.0
 
 
 def _pg_identifier(name: str) -> str:
@@ -447,14 +468,28 @@ def _canceller(backend: str, engine: Engine, driver_conn: Any, raw: Any) -> Call
     return lambda: _close_quietly(raw)
 
 
-def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
-    """Roll back, undo per-call settings, return the connection (or discard it if unsure)."""
+def _end(
+    backend: str, engine: Engine, raw: Any, *, discard: bool, reset_session: bool = False
+) -> None:
+    """Roll back, undo per-call settings, return the connection (or discard it if unsure).
+
+    A server connection already known to be unfit (a cancel was sent, reading stopped
+    mid-result) is closed at once: the server rolls back what it held, and nothing more is
+    read from it. After ``reset_session`` PostgreSQL runs ``DISCARD ALL`` and MySQL/MariaDB
+    connections are discarded; SQLite and DuckDB keep no session state a guarded query can
+    set (their configuration is locked or refused, and the seed is drawn per call).
+    """
+    if discard and backend in _SERVERS:
+        raw.invalidate()
+        return
     try:
         if backend == "duckdb":
             _rollback_duckdb(raw)
         else:
             raw.rollback()
-        if backend in ("mysql", "mariadb"):
+        if backend in ("mysql", "mariadb") and reset_session:
+            discard = True  # no reset of user variables, locks… a read-only session may run
+        elif backend in ("mysql", "mariadb"):
             mariadb = getattr(engine.dialect, "is_mariadb", False)
             timeout_var = "max_statement_time" if mariadb else "max_execution_time"
             read_only_var = "tx_read_only" if mariadb else "transaction_read_only"
@@ -464,8 +499,11 @@ def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
                 cursor.execute(f"SET SESSION {read_only_var} = DEFAULT")
             finally:
                 _close_quietly(cursor)
-        elif backend == "postgresql" and raw.info.pop("relay_autocommit_before", False):
-            raw.driver_connection.autocommit = True
+        elif backend == "postgresql":
+            if reset_session:
+                _discard_all(raw)
+            if raw.info.pop("relay_autocommit_before", False):
+                raw.driver_connection.autocommit = True
         elif backend == "sqlite":
             raw.driver_connection.set_progress_handler(None, 0)
             before = raw.info.pop("relay_length_before", None)
@@ -482,6 +520,19 @@ def _end(backend: str, engine: Engine, raw: Any, *, discard: bool) -> None:
         raw.invalidate()
     else:
         raw.close()
+
+
+def _discard_all(raw: Any) -> None:
+    """PostgreSQL's reset of everything a session holds (it must run outside a transaction):
+    settings, prepared statements, advisory locks, LISTEN, sequences' state, temp objects."""
+    driver = raw.driver_connection
+    driver.autocommit = True
+    cursor = raw.cursor()
+    try:
+        cursor.execute("DISCARD ALL")
+    finally:
+        _close_quietly(cursor)
+        driver.autocommit = False
 
 
 def _rollback_duckdb(raw: Any) -> None:

@@ -152,6 +152,8 @@ def test_the_public_signature_is_what_relay_connect_calls() -> None:
         "statement_timeout_s",
         "name",
         "description",
+        "max_value_bytes",
+        "max_result_bytes",
     ]
     keyword_only = [n for n, p in parameters.items() if p.kind is p.KEYWORD_ONLY]
-    assert keyword_only == ["row_limit", "statement_timeout_s", "name", "description"]
+    assert keyword_only == list(parameters)[2:]

@@ -1,0 +1,245 @@
+"""How much of a result may enter the kernel: bytes per value and per result, columns per record.
+
+A row limit bounds what a result costs the model; it does not bound what it costs the
+kernel: five rows of 100 MB strings are five rows. Every connector therefore fetches through
+a :class:`ResultBudget`, which sees each row (or document, or record) *as it arrives* and
+
+* refuses the row that would take the bytes read past ``max_result_bytes``: the fetch loop
+  then stops reading and cancels the statement, and the result is marked truncated;
+* clips a value longer than ``max_value_bytes`` in the rows it keeps (text keeps its head and
+  says it was cut, binary keeps its head, JSON-like values become their clipped JSON text).
+
+What it kept and why is said in :meth:`ResultBudget.notes`, which reach the model (in the
+preview) and the analyst (in the trace) through :attr:`QueryResult.notes`.
+
+Sizes are what the value costs once decoded — UTF-8 bytes of text, bytes of binary, a small
+constant for numbers, dates and NULLs, the walk of a nested value (stopped as soon as it is
+over the limit) — plus a constant per value for the Python object that holds it, so a
+million empty cells are not free. The budget bounds what is *kept*; what a driver may hold
+before handing a row over is bounded where it is read (the SQL wire reader, Mongo's batch
+size, the HTTP body cap).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import sys
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from relay_nb.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_MAX_COLUMNS",
+    "DEFAULT_MAX_RESULT_BYTES",
+    "DEFAULT_MAX_VALUE_BYTES",
+    "CLIP_MARK",
+    "ResultBudget",
+    "check_byte_limits",
+    "clip_value",
+    "describe_bytes",
+    "value_size",
+]
+
+DEFAULT_MAX_VALUE_BYTES = 1 << 20
+"""1 MiB: a long document or JSON value fits; a dumped file or blob is cut."""
+DEFAULT_MAX_RESULT_BYTES = 16 << 20
+"""16 MiB: hundreds of ordinary rows use a few hundred KB; this is a ceiling, not a target."""
+DEFAULT_MAX_COLUMNS = 500
+"""Columns a record-shaped result (JSON, documents) may spread into; wider ones are clipped."""
+
+CLIP_MARK = "…[clipped]"
+"""Ends a text value that was cut, so neither the analyst nor the model mistakes it for data."""
+
+_VALUE_OVERHEAD = 16
+"""Bytes charged per value on top of its payload: the pointer and object that hold it."""
+_SMALL = 8
+_LIMIT_CEILING = 1 << 40
+
+
+def check_byte_limits(max_value_bytes: Any, max_result_bytes: Any) -> tuple[int, int]:
+    """Validate a connector's two byte options (one line naming the fix when wrong)."""
+    for name, value in (
+        ("max_value_bytes", max_value_bytes),
+        ("max_result_bytes", max_result_bytes),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 1 <= value <= _LIMIT_CEILING
+        ):
+            raise ConfigurationError(
+                f"{name} must be a positive whole number of bytes, not {value!r}"
+            )
+    if max_value_bytes > max_result_bytes:
+        raise ConfigurationError(
+            f"max_value_bytes ({max_value_bytes:,}) cannot exceed max_result_bytes "
+            f"({max_result_bytes:,}); lower it or raise max_result_bytes"
+        )
+    return max_value_bytes, max_result_bytes
+
+
+def describe_bytes(size: int) -> str:
+    """``16 MiB``, ``1.5 KiB``, ``300 bytes``: sizes as people read them."""
+    if size < 1024:
+        return f"{size:,} bytes"
+    amount, units = size / 1024, ["KiB", "MiB", "GiB", "TiB"]
+    while amount >= 1024 and len(units) > 1:
+        amount /= 1024
+        units.pop(0)
+    return f"{amount:.1f}".removesuffix(".0") + f" {units[0]}"
+
+
+def value_size(value: Any, limit: int = _LIMIT_CEILING) -> int:
+    """What ``value`` costs once decoded, in bytes; the walk of a nested value stops as soon
+    as it passes ``limit`` (the answer is then some number above it)."""
+    if value is None or isinstance(value, bool | float):
+        return _SMALL
+    if isinstance(value, str):
+        return _text_size(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, int):
+        return max(_SMALL, (value.bit_length() + 7) // 8)
+    if isinstance(value, dt.date | dt.time | dt.timedelta | uuid.UUID):
+        return 16
+    if isinstance(value, decimal.Decimal):
+        return _SMALL + len(value.as_tuple().digits)
+    if isinstance(value, Mapping | list | tuple):
+        return _nested_size(value, limit)
+    return sys.getsizeof(value)
+
+
+def _text_size(text: str) -> int:
+    if text.isascii():  # O(1) in CPython: one byte per character
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _nested_size(value: Mapping[Any, Any] | Sequence[Any], limit: int) -> int:
+    total = 0
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            total += 2
+            for key, inner in item.items():
+                total += _text_size(str(key)) + 2
+                stack.append(inner)
+        elif isinstance(item, list | tuple):
+            total += 2 + len(item)
+            stack.extend(item)
+        else:
+            total += value_size(item, limit)
+        if total > limit:
+            break
+    return total
+
+
+def clip_value(value: Any, limit: int) -> Any:
+    """``value`` cut to about ``limit`` bytes: text keeps its head and ends with
+    :data:`CLIP_MARK`, binary keeps its head, anything else becomes its clipped text."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value[:limit])
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, Mapping | list | tuple):
+        text = _json_head(value, limit)
+    else:
+        text = str(value)
+    room = max(0, limit - len(CLIP_MARK))
+    if text.isascii():
+        head = text[:room]
+    else:
+        head = text[:room].encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+    return head + CLIP_MARK
+
+
+def _json_head(value: Any, limit: int) -> str:
+    """The start of a nested value's JSON text, produced piece by piece so a huge value is
+    never serialised whole just to be cut."""
+    encoder = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":"))
+    pieces: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(value):
+        pieces.append(piece)
+        size += len(piece)
+        if size > limit:
+            break
+    return "".join(pieces)
+
+
+@dataclass
+class ResultBudget:
+    """The byte budget of one result, spent row by row while it is fetched.
+
+    ``admit(row)`` returns the row to keep (oversized values clipped) or ``None`` when keeping
+    it would pass ``max_result_bytes``; from then on :attr:`full` is true and the caller stops
+    reading. ``unit`` names rows in the notes ("rows", "documents", "records").
+    """
+
+    max_value_bytes: int
+    max_result_bytes: int
+    unit: str = "rows"
+    used: int = 0
+    kept: int = 0
+    clipped: int = 0
+    full: bool = False
+    extra_notes: list[str] = field(default_factory=list)
+
+    def admit(self, row: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Charge the row as it was read (before clipping: the bytes it brought in)."""
+        if self.full:
+            return None
+        values = tuple(row)
+        size = 0
+        oversized: list[int] = []
+        for index, value in enumerate(values):
+            cost = value_size(value, self.max_result_bytes)
+            if cost > self.max_value_bytes:
+                oversized.append(index)
+            size += cost + _VALUE_OVERHEAD
+        if self.used + size > self.max_result_bytes:
+            self.full = True
+            return None
+        self.used += size
+        self.kept += 1
+        if not oversized:
+            return values
+        clipped = list(values)
+        for index in oversized:
+            clipped[index] = clip_value(values[index], self.max_value_bytes)
+        self.clipped += len(oversized)
+        return tuple(clipped)
+
+    def admit_all(self, rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        """Admit rows until the budget is full; the kept ones."""
+        kept: list[tuple[Any, ...]] = []
+        for row in rows:
+            admitted = self.admit(row)
+            if admitted is None:
+                break
+            kept.append(admitted)
+        return kept
+
+    def notes(self) -> tuple[str, ...]:
+        """What the budget did, in sentences for the model and the analyst."""
+        notes = list(self.extra_notes)
+        if self.full:
+            notes.append(
+                f"stopped reading after {self.kept:,} {self.unit}: the next one would pass the "
+                f"{describe_bytes(self.max_result_bytes)} result limit (max_result_bytes); "
+                "select fewer or shorter columns, or aggregate"
+            )
+        if self.clipped:
+            plural = "s" if self.clipped != 1 else ""
+            notes.append(
+                f"{self.clipped:,} value{plural} longer than "
+                f"{describe_bytes(self.max_value_bytes)} (max_value_bytes) cut, text ending "
+                f"{CLIP_MARK!r}; select a part (a substring) or the length instead"
+            )
+        return tuple(notes)

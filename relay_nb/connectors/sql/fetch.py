@@ -1,0 +1,255 @@
+"""Run one guarded statement and read its rows under a byte budget, reading no further.
+
+A row limit cannot bound memory: one row may hold a 500 MB string. So rows are read one at
+a time, each goes through the :class:`~relay_nb.connectors.bounds.ResultBudget` (the row that
+would take the bytes read past the result's limit is refused, oversized values are clipped),
+and no single row larger than the result's limit ever reaches the kernel, by each engine's
+own means:
+
+- **PostgreSQL** (psycopg 3): the server measures every row of a guarded query before
+  sending it — the query runs inside ``SELECT relay_row.* FROM (…) AS relay_row`` whose
+  filter fails the statement when a row's text form is longer than the limit
+  (:func:`pg_row_bounded`) — and rows are streamed one at a time (single-row mode, extended
+  protocol: one statement only, even for roles that may write).
+- **PyMySQL** (MySQL, MariaDB): an unbuffered cursor, and the length of every protocol
+  packet is checked before the packet is read (:class:`_PacketMeter`).
+- **SQLite**: rows come one step at a time, and the engine refuses to build any value
+  longer than the limit (``SQLITE_LIMIT_LENGTH``, set per call in readonly.py).
+- **DuckDB and other drivers**: rows fetched in small batches; DuckDB computes in the
+  kernel, so its values are bounded before they exist, by the guard's size rule.
+
+When the budget is spent mid-result on a server, the caller cancels the statement and
+discards the connection (:attr:`FetchOutcome.stopped`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from relay_nb.connectors.bounds import ResultBudget
+
+__all__ = [
+    "OVERSIZED_ROW",
+    "FetchOutcome",
+    "OversizedRow",
+    "WIRE_SLACK_BYTES",
+    "fetch_rows",
+    "is_oversized",
+    "pg_row_bounded",
+]
+
+WIRE_SLACK_BYTES = 1 << 20
+"""Bytes a MySQL result may carry beyond the result's byte limit: protocol framing, column
+definitions, the row the budget then refuses. The kept rows are bounded by the budget."""
+OVERSIZED_ROW = "relay_nb: a result row of"
+"""How PostgreSQL's error starts when the server-side row check stops a statement."""
+_BATCH = 64
+
+
+@dataclass
+class FetchOutcome:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    stopped: bool = False
+    """Reading stopped before the statement finished (the budget was spent, or more rows
+    came than were asked for): a server statement must be cancelled and its connection
+    discarded."""
+
+
+class _WireFull(Exception):
+    """The next packet would pass the wire ceiling; nothing of it was read."""
+
+
+class OversizedRow(Exception):
+    """The first row of a result is over its byte limit, so no row can be kept."""
+
+
+def fetch_rows(
+    backend: str,
+    engine: Any,
+    raw: Any,
+    sql: str,
+    *,
+    max_rows: int,
+    budget: ResultBudget,
+    row_check: bool = False,
+) -> FetchOutcome:
+    """Execute ``sql`` on the checked-out connection ``raw`` and read at most ``max_rows``
+    rows within ``budget``; driver errors propagate unchanged.
+
+    ``row_check``: ``sql`` is a query (the guard's output), so PostgreSQL may run it inside
+    :func:`pg_row_bounded`. Off for statements that are not queries (the tests that hand
+    writes to the read-only wall directly), which PostgreSQL would not accept as a subquery.
+    """
+    driver = raw.driver_connection
+    if backend == "postgresql" and engine.dialect.driver == "psycopg":
+        if row_check:
+            sql = pg_row_bounded(sql, budget.max_result_bytes)
+        return _fetch_psycopg(driver, sql, max_rows, budget)
+    if backend in ("mysql", "mariadb") and engine.dialect.driver == "pymysql":
+        return _fetch_pymysql(driver, sql, max_rows, budget)
+    return _fetch_batches(raw, sql, max_rows, budget)
+
+
+# -- PostgreSQL (psycopg 3) ---------------------------------------------------------------------
+
+
+def pg_row_bounded(sql: str, max_row_bytes: int) -> str:
+    """``sql`` wrapped so the server refuses to send a row whose text form is over
+    ``max_row_bytes``: the statement fails with an error starting :data:`OVERSIZED_ROW`.
+
+    ``ROW(relay_row.*)`` is the whole row, whatever its columns are called (a column named
+    ``relay_row`` cannot stand in for it); the error text depends on the row, so the planner
+    cannot fold it into an error for every query; the inner query keeps its LIMIT, so it is
+    planned as written and its order is kept.
+    """
+    size = "octet_length(CAST(ROW(relay_row.*) AS text))"
+    return (
+        f"SELECT relay_row.* FROM ({sql}) AS relay_row WHERE CASE WHEN {size} <= "
+        f"{int(max_row_bytes)} THEN TRUE ELSE CAST('{OVERSIZED_ROW} ' || {size} || "
+        "' bytes is over the limit' AS boolean) END"
+    )
+
+
+def _fetch_psycopg(conn: Any, sql: str, max_rows: int, budget: ResultBudget) -> FetchOutcome:
+    cursor = conn.cursor()
+    rows: list[tuple[Any, ...]] = []
+    # stream(): the extended protocol in single-row mode; closing it early cancels the rest
+    stream = cursor.stream(sql)
+    try:
+        for fetched in stream:
+            row = budget.admit(fetched) if len(rows) < max_rows else None
+            if row is None:
+                return FetchOutcome(_names(cursor), rows, stopped=True)
+            rows.append(row)
+        return FetchOutcome(_names(cursor), rows)
+    except Exception as exc:
+        if not (rows and is_oversized(exc)):
+            raise  # before any row came, the caller says why in one line
+        budget.full = True  # the server refused to send the next row: keep what came
+        return FetchOutcome(_names(cursor), rows)
+    finally:
+        stream.close()
+        cursor.close()
+
+
+def _names(cursor: Any) -> list[str]:
+    return [d[0] for d in cursor.description or ()]
+
+
+# -- MySQL / MariaDB (PyMySQL) ------------------------------------------------------------------
+
+
+def _fetch_pymysql(conn: Any, sql: str, max_rows: int, budget: ResultBudget) -> FetchOutcome:
+    import pymysql
+
+    meter = _PacketMeter(conn, budget.max_result_bytes + WIRE_SLACK_BYTES)
+    cursor = conn.cursor(pymysql.cursors.SSCursor)  # unbuffered: rows stay on the wire
+    columns: list[str] = []
+    rows: list[tuple[Any, ...]] = []
+    stopped = False
+    try:
+        cursor.execute(sql)
+        columns = _names(cursor)
+        while (fetched := cursor.fetchone()) is not None:
+            row = budget.admit(fetched) if len(rows) < max_rows else None
+            if row is None:  # the budget is spent, or more rows than were asked for
+                stopped = True
+                break
+            rows.append(row)
+    except _WireFull:
+        budget.full = stopped = True
+        if not rows:
+            raise OversizedRow(OVERSIZED_ROW) from None
+    finally:
+        if stopped:
+            _abandon(cursor, meter)
+        else:
+            with contextlib.suppress(Exception):
+                cursor.close()
+            meter.remove()
+    return FetchOutcome(columns, rows, stopped=stopped)
+
+
+def _abandon(cursor: Any, meter: _PacketMeter) -> None:
+    """Leave an unbuffered result unread: PyMySQL would read the rest of it when the cursor
+    is closed or collected. The caller discards the connection."""
+    meter.over = True
+    result = getattr(cursor, "_result", None)
+    if result is not None:
+        result.unbuffered_active = False
+    cursor.connection = None
+
+
+class _PacketMeter:
+    """Counts the bytes PyMySQL reads for one result, refusing a read past ``ceiling``
+    before it happens (the packet's length is known from its header)."""
+
+    def __init__(self, conn: Any, ceiling: int) -> None:
+        self.conn = conn
+        self.ceiling = ceiling
+        self.taken = 0
+        self.over = False
+        self._read: Callable[[int], bytes] = conn._read_bytes
+        conn._read_bytes = self._metered  # an instance attribute shadows the method
+
+    def _metered(self, num_bytes: int) -> bytes:
+        if self.over or self.taken + num_bytes > self.ceiling:
+            self.over = True
+            raise _WireFull
+        self.taken += num_bytes
+        return self._read(num_bytes)
+
+    def remove(self) -> None:
+        with contextlib.suppress(AttributeError):
+            del self.conn._read_bytes
+
+
+# -- everything else ----------------------------------------------------------------------------
+
+
+def _fetch_batches(raw: Any, sql: str, max_rows: int, budget: ResultBudget) -> FetchOutcome:
+    cursor = raw.cursor()
+    rows: list[tuple[Any, ...]] = []
+    columns: list[str] = []
+    try:
+        cursor.execute(sql)
+        columns = _names(cursor)
+        if not columns:
+            return FetchOutcome([], [])
+        while len(rows) < max_rows:
+            batch = cursor.fetchmany(min(_BATCH, max_rows - len(rows)))
+            if not batch:
+                break
+            for fetched in batch:
+                row = budget.admit(fetched)
+                if row is None:
+                    return FetchOutcome(columns, rows, stopped=True)
+                rows.append(row)
+        return FetchOutcome(columns, rows)
+    except Exception as exc:
+        if not (rows and is_oversized(exc)):
+            raise  # before any row came, the caller says why in one line
+        budget.full = True  # SQLite would not build the next value: keep what came
+        return FetchOutcome(columns, rows)
+    finally:
+        with contextlib.suppress(Exception):
+            cursor.close()
+
+
+_OVERSIZED = (
+    OVERSIZED_ROW,  # PostgreSQL: the server-side row check (pg_row_bounded)
+    "string or blob too big",  # SQLite: SQLITE_LIMIT_LENGTH, set to the result's limit
+)
+
+
+def is_oversized(exc: BaseException) -> bool:
+    """Whether the engine stopped the statement because a row or value was over the
+    result's byte limit (rather than for a fault of the query)."""
+    if isinstance(exc, OversizedRow):
+        return True
+    text = str(getattr(exc, "orig", None) or exc)
+    return any(marker in text for marker in _OVERSIZED)
