@@ -2,8 +2,10 @@
 
 Pipeline for every query, whoever writes it: strict JSON / Extended JSON decoding (never
 evaluated) → guard (collection allowlist, stage and operator allowlists, refused operators
-anywhere, a bounded result) → ``find``/``aggregate`` of exactly the checked tree with
-``maxTimeMS`` → a flat DataFrame for the notebook and a compact preview for the model.
+anywhere, every value on an allowlist, a bounded result) → ``find``/``aggregate`` of exactly
+the checked tree with ``maxTimeMS``, read one document at a time within a byte budget
+(:mod:`~relay_nb.connectors.mongo.fetch`) → a flat DataFrame for the notebook and a compact
+preview for the model.
 Collection shapes are sampled once and cached until :meth:`MongoConnector.refresh`.
 
 pymongo is synchronous, so the tool runs queries in a worker thread. Cancelling a turn
@@ -26,6 +28,14 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    ResultBudget,
+    check_byte_limits,
+    describe_bytes,
+)
+from relay_nb.connectors.mongo.fetch import Reading, first_batch, open_cursor, read_documents
 from relay_nb.connectors.mongo.guard import (
     GuardedAggregate,
     GuardedFind,
@@ -76,7 +86,16 @@ class _QueryInput(BaseModel):
 
 
 class MongoConnector(Connector):
-    """A MongoDB database the model may read with ``find`` and a guarded ``aggregate``."""
+    """A MongoDB database the model may read with ``find`` and a guarded ``aggregate``.
+
+    Every result is bounded while it is read (:mod:`~relay_nb.connectors.mongo.fetch`):
+
+    * ``row_limit`` (200) — documents kept; one more is read to tell "exactly" from "more";
+    * ``max_value_bytes`` (1 MiB) — one value kept (a cell); longer ones are cut, with a note;
+    * ``max_result_bytes`` (16 MiB) — everything kept; reading stops at the document that
+      would pass it (the result says so, ``limit="bytes"``) and the server cursor is killed.
+      The catalog pass samples each collection within a share of it.
+    """
 
     kind = "mongo"
 
@@ -91,6 +110,8 @@ class MongoConnector(Connector):
         max_depth: int = 3,
         row_limit: int = 200,
         timeout_s: float = 30.0,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         name: str | None = None,
         description: str | None = None,
         client: pymongo.MongoClient | None = None,
@@ -103,6 +124,9 @@ class MongoConnector(Connector):
             raise ConfigurationError(
                 f"timeout_s must be a positive number of seconds, got {timeout_s!r}"
             )
+        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
+            max_value_bytes, max_result_bytes
+        )
         self.name = name or id
         self.description = description
         self.row_limit = row_limit
@@ -165,6 +189,7 @@ class MongoConnector(Connector):
                 sample_size=self.sample_size,
                 max_depth=self.max_depth,
                 max_time_ms=self.max_time_ms,
+                max_bytes=self.max_result_bytes,
             )
         except ConnectionFailure as exc:
             raise QueryExecutionError(
@@ -246,20 +271,7 @@ class MongoConnector(Connector):
             command["sort"] = dict(guarded.sort)
         command["limit"] = guarded.limit
         command["maxTimeMS"] = self.max_time_ms
-
-        def fetch() -> list[dict[str, Any]]:
-            cursor = self.client[self.database_name][guarded.collection].find(
-                guarded.filter,
-                guarded.projection,
-                sort=guarded.sort,
-                limit=guarded.limit,
-                batch_size=guarded.limit,
-                max_time_ms=self.max_time_ms,
-            )
-            with cursor:
-                return list(cursor)
-
-        return self._result(fetch, command, submitted, (guarded.collection,))
+        return self._run(command, submitted, (guarded.collection,), wanted=guarded.limit)
 
     def _run_aggregate(self, guarded: GuardedAggregate, submitted: str) -> QueryResult:
         command = {
@@ -267,39 +279,52 @@ class MongoConnector(Connector):
             "pipeline": guarded.pipeline,
             "maxTimeMS": self.max_time_ms,
         }
+        return self._run(command, submitted, guarded.collections, wanted=self.row_limit + 1)
 
-        def fetch() -> list[dict[str, Any]]:
-            cursor = self.client[self.database_name][guarded.collection].aggregate(
-                guarded.pipeline, maxTimeMS=self.max_time_ms, batchSize=self.row_limit + 1
-            )
-            with cursor:
-                return list(cursor)
-
-        return self._result(fetch, command, submitted, guarded.collections)
-
-    def _result(
-        self, fetch: Any, command: dict[str, Any], submitted: str, tables: tuple[str, ...]
+    def _run(
+        self, command: dict[str, Any], submitted: str, tables: tuple[str, ...], *, wanted: int
     ) -> QueryResult:
+        """Run the checked command and read its documents through the byte budget: the
+        frame takes them one at a time and admits each (clipping long values) until the
+        budget is spent; closing the cursor then stops the server sending the rest."""
         from pymongo.errors import PyMongoError
 
+        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes, unit="documents")
+        reading = Reading()
+        database = self.client[self.database_name]
         started = time.perf_counter()
         try:
-            documents = fetch()
+            batch = first_batch(self.max_result_bytes, wanted)
+            with open_cursor(database, command, batch=batch) as cursor:
+                documents = read_documents(
+                    cursor,
+                    limit=self.row_limit,
+                    room=lambda: budget.max_result_bytes - budget.used,
+                    reading=reading,
+                )
+                frame = documents_frame(documents, max_depth=self.max_depth, budget=budget)
         except PyMongoError as exc:
             raise self._execution_error(exc) from None
         elapsed_ms = (time.perf_counter() - started) * 1000
-        truncated = len(documents) > self.row_limit
-        documents = documents[: self.row_limit]
+        if budget.full and budget.kept == 0:
+            raise QueryExecutionError(
+                "the first document is larger than "
+                f"{describe_bytes(self.max_result_bytes)} (the connector's max_result_bytes), so "
+                'nothing was kept; leave out long fields (projection {"big_field": 0}) or '
+                "return a part of them ($substrCP) or their length ($strLenCP, $bsonSize)"
+            )
         return QueryResult(
-            df=documents_frame(documents, max_depth=self.max_depth),
+            df=frame,
             executed_sql=canonical_json(command),
-            row_count=len(documents),
-            truncated=truncated,
+            row_count=len(frame),
+            truncated=reading.more or budget.full,
             elapsed_ms=elapsed_ms,
             connector_id=self.id,
             submitted_sql=submitted,
             tables=tables,
             language="mongo",
+            limit="bytes" if budget.full else "rows",
+            notes=budget.notes(),
         )
 
     def _execution_error(self, exc: Exception) -> QueryExecutionError:
@@ -394,7 +419,9 @@ class MongoConnector(Connector):
         )
         rules = (
             f"\nHard rules: read-only; at most {self.row_limit} documents per query (a $limit "
-            f"is appended); allowed stages: {_STAGE_LIST}; $lookup/$graphLookup/$unionWith only "
+            f"is appended) and {describe_bytes(self.max_result_bytes)}, values over "
+            f"{describe_bytes(self.max_value_bytes)} cut; allowed stages: {_STAGE_LIST}; "
+            "$lookup/$graphLookup/$unionWith only "
             "on the collections above; $where, $function, $accumulator, $out, $merge and any "
             f"JavaScript are refused; each query stops after {self.timeout_s:g} s."
         )

@@ -28,6 +28,12 @@ class MongoOptions(BaseModel):
     max_depth: int = Field(default=None)
     row_limit: int = Field(default=None, validation_alias=AliasChoices("row_limit", "rowLimit"))
     timeout_s: float = Field(default=None)
+    max_value_bytes: int = Field(
+        default=None, validation_alias=AliasChoices("max_value_bytes", "maxValueBytes")
+    )
+    max_result_bytes: int = Field(
+        default=None, validation_alias=AliasChoices("max_result_bytes", "maxResultBytes")
+    )
 
 
 MONGO_TYPE = ConnectorType(

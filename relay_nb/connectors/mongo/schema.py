@@ -3,7 +3,12 @@
 MongoDB has no catalog of fields, so the connector samples ``sample_size`` documents per
 collection (one ``$sample``, or ``find().limit(n)`` where ``$sample`` is refused) and infers
 each field's types. The result is best effort and the prompt says so: a field absent from
-the sample may still exist. One line per collection::
+the sample may still exist. Sampling is bounded in bytes as results are: documents are read
+one at a time in batches sized to the bytes left (:mod:`~relay_nb.connectors.mongo.fetch`),
+each is observed and dropped, and a collection's sample stops at its share of ``max_bytes``
+(its first document is always observed, so a collection of large documents still shows its
+shape). One line per
+collection::
 
     orders (~250 docs) { _id: objectid, status: string, note?: string|null,
                          items: array<{ sku: string, qty: int }>, shipped_at: date|null }
@@ -19,12 +24,19 @@ import datetime as dt
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_nb.connectors.bounds import DEFAULT_MAX_RESULT_BYTES
+from relay_nb.connectors.mongo.fetch import (
+    Reading,
+    first_batch,
+    open_cursor,
+    read_documents,
+)
 from relay_nb.runtime.types import estimate_tokens
 
 __all__ = [
@@ -41,6 +53,10 @@ _MAX_FIELDS = 40
 _MAX_ARRAY_ITEMS = 20
 """Array elements inspected per array: enough to see the element types."""
 _MAX_WORKERS = 8
+_MIN_SAMPLE_BYTES = 256 << 10
+"""A collection's sample may always use this much, however many collections share the pass."""
+_EXECUTION_TIMEOUT = 50
+"""MaxTimeMSExpired: a sample that ran out of time is not retried as a find."""
 
 
 class CollectionInfo(BaseModel):
@@ -82,20 +98,22 @@ def read_catalog(
     sample_size: int,
     max_depth: int,
     max_time_ms: int,
+    max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> MongoCatalog:
     """Sample every ``(name, kind)`` in ``listed`` concurrently (pymongo clients are
-    thread-safe, and a sample is one round trip that mostly waits)."""
+    thread-safe, and a sample is one round trip that mostly waits), each within an equal
+    share of ``max_bytes`` of encoded documents."""
+    share = max(_MIN_SAMPLE_BYTES, max_bytes // max(1, len(listed)))
 
     def one(entry: tuple[str, str]) -> CollectionInfo:
         name, kind = entry
-        collection = database[name]
-        documents = _sample(collection, sample_size, max_time_ms)
-        shape, fields = infer_shape(documents, max_depth=max_depth)
+        sampled = _Counted(_sample(database, name, sample_size, max_time_ms, share))
+        shape, fields = infer_shape(sampled, max_depth=max_depth)
         return CollectionInfo(
             name=name,
             kind=kind,
-            sampled=len(documents),
-            estimated_count=_estimated_count(collection, kind, max_time_ms),
+            sampled=sampled.count,
+            estimated_count=_estimated_count(database[name], kind, max_time_ms),
             shape=shape,
             fields=fields,
         )
@@ -106,13 +124,52 @@ def read_catalog(
     return MongoCatalog(database=database.name, sample_size=sample_size, collections=infos)
 
 
-def _sample(collection: Any, size: int, max_time_ms: int) -> list[dict[str, Any]]:
+class _Counted:
+    """An iterable that counts what was taken from it."""
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self._items = items
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self._items:
+            self.count += 1
+            yield item
+
+
+def _sample(
+    database: Any, name: str, size: int, max_time_ms: int, max_bytes: int
+) -> Iterator[dict[str, Any]]:
+    """Up to ``size`` documents of one collection, decoded one at a time, until the next
+    would take the encoded bytes read past ``max_bytes`` (the first is always taken)."""
     from pymongo.errors import OperationFailure
 
+    sample = {"aggregate": name, "pipeline": [{"$sample": {"size": size}}]}
+    taken = 0
     try:
-        return list(collection.aggregate([{"$sample": {"size": size}}], maxTimeMS=max_time_ms))
-    except OperationFailure:  # servers or views without $sample: the first documents will do
-        return list(collection.find({}, limit=size, max_time_ms=max_time_ms))
+        for document in _bounded(database, {**sample, "maxTimeMS": max_time_ms}, size, max_bytes):
+            taken += 1
+            yield document
+    except OperationFailure as exc:
+        if taken or exc.code == _EXECUTION_TIMEOUT:
+            raise
+        # servers or views without $sample: the first documents will do
+        first = {"find": name, "filter": {}, "limit": size, "maxTimeMS": max_time_ms}
+        yield from _bounded(database, first, size, max_bytes)
+
+
+def _bounded(
+    database: Any, command: dict[str, Any], size: int, max_bytes: int
+) -> Iterator[dict[str, Any]]:
+    reading = Reading()
+    with open_cursor(database, command, batch=first_batch(max_bytes, size)) as cursor:
+        for document in read_documents(
+            cursor, limit=size, room=lambda: max_bytes - reading.bytes, reading=reading
+        ):
+            if reading.bytes > max_bytes and reading.read > 1:
+                return  # closing the cursor kills it: the rest is never sent
+            yield document
+            del document  # not held while the next batch arrives
 
 
 def _estimated_count(collection: Any, kind: str, max_time_ms: int) -> int | None:
@@ -187,16 +244,20 @@ def type_name(value: Any) -> str:
 
 
 def infer_shape(
-    documents: Sequence[Mapping[str, Any]], *, max_depth: int
+    documents: Iterable[Mapping[str, Any]], *, max_depth: int
 ) -> tuple[str, tuple[str, ...]]:
-    """The rendered shape of ``documents`` and the dotted paths of every field seen."""
+    """The rendered shape of ``documents`` and the dotted paths of every field seen
+    (``documents`` is read once, one at a time: a cursor need not be held whole)."""
     root = _Node()
+    seen = 0
     for document in documents:
         root.observe(document, 0, max_depth)
+        seen += 1
+        del document  # a sampled document may be large: not held while the next is read
     paths: list[str] = []
     _paths(root, "", paths)
     if not root.children:
-        return "{ } (no documents sampled)" if not documents else "{ }", tuple(paths)
+        return "{ } (no documents sampled)" if not seen else "{ }", tuple(paths)
     return _render_object(root), tuple(paths)
 
 

@@ -21,11 +21,12 @@ import datetime as dt
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from relay_nb.connectors.bounds import ResultBudget
 from relay_nb.connectors.mongo.extjson import ExtendedJsonError, decode_object
 from relay_nb.connectors.results import frame_from_records
 from relay_nb.errors import UnsafeQueryError
@@ -188,7 +189,14 @@ def _regex_flags(flags: int | str) -> str:
     return "".join(letter for letter, flag in letters if flags & flag)
 
 
-def documents_frame(documents: Sequence[Mapping[str, Any]], *, max_depth: int) -> pd.DataFrame:
+def documents_frame(
+    documents: Iterable[Mapping[str, Any]], *, max_depth: int, budget: ResultBudget | None = None
+) -> pd.DataFrame:
     """Documents as one flat frame: nested fields become dotted columns (``address.city``)
-    down to ``max_depth``; arrays and deeper objects stay one compact-JSON cell each."""
-    return frame_from_records([to_plain(doc) for doc in documents], max_depth=max_depth)
+    down to ``max_depth``; arrays and deeper objects stay one compact-JSON cell each.
+
+    ``documents`` is consumed one at a time and each goes through ``budget`` as it comes
+    (long values clipped, no document taken once the budget is spent), so a cursor passed
+    here is read no further than the budget allows."""
+    plain = (to_plain(doc) for doc in documents)
+    return frame_from_records(plain, max_depth=max_depth, budget=budget)  # type: ignore[arg-type]

@@ -251,6 +251,13 @@ def test_object_names_hide_system_and_unlisted_collections(shop: MongoConnector)
         (("shop", "mongodb://h/db"), {"sample_size": 0}, "sample_size must be"),
         (("shop", "mongodb://h/db"), {"max_depth": 11}, "max_depth must be"),
         (("shop", "mongodb://h/db"), {"timeout_s": -1}, "timeout_s must be a positive"),
+        (("shop", "mongodb://h/db"), {"max_value_bytes": 0}, "max_value_bytes must be a posit"),
+        (("shop", "mongodb://h/db"), {"max_result_bytes": "16MB"}, "max_result_bytes must be"),
+        (
+            ("shop", "mongodb://h/db"),
+            {"max_value_bytes": 2 << 20, "max_result_bytes": 1 << 20},
+            "cannot exceed max_result_bytes",
+        ),
         (("shop", "mongodb://h/a.b"), {}, "not a valid MongoDB database name"),
         (("shop", "mongodb://h/db"), {"database": 5}, "database must be a name"),
         (("shop", "mongodb://h:99999/db"), {}, "cannot use the MongoDB URL mongodb://h:99999/db"),

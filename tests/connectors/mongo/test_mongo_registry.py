@@ -42,6 +42,8 @@ def test_a_config_file_with_the_relay_e_spellings(
                             "url": url(mongo_server),
                             "sampleSize": 5,
                             "collectionAllowlist": list(ALLOWED)[:1],
+                            "maxValueBytes": 4096,
+                            "max_result_bytes": 1 << 20,
                         },
                     }
                 ]
@@ -51,6 +53,8 @@ def test_a_config_file_with_the_relay_e_spellings(
     relay = Relay(ScriptedRuntime(), ledger=False, config=path)
     events = relay.connectors["events"]
     assert events.sample_size == 5  # type: ignore[attr-defined]
+    assert events.max_value_bytes == 4096  # type: ignore[attr-defined]
+    assert events.max_result_bytes == 1 << 20  # type: ignore[attr-defined]
     assert events.object_names() == list(ALLOWED)[:1]
     relay.close()
 
