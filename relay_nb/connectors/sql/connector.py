@@ -280,6 +280,7 @@ class SQLConnector(Connector):
                 search_path=self.catalog.default_schema if self.policy.pins_search_path else None,
                 budget=budget,
                 query=True,
+                reset_session=bool(guarded.unvetted_functions),
             )
         except Exception as exc:
             raise self._execution_error(exc, cancel) from None

@@ -69,6 +69,9 @@ class GuardedQuery(BaseModel):
     """The effective LIMIT of the outermost query."""
     limit_injected: bool
     limit_clamped: bool
+    unvetted_functions: tuple[str, ...] = ()
+    """Functions the query calls that sqlglot does not know (lowercased, once each): the
+    connector resets the session after such a query, since they may leave state behind."""
 
 
 def guard_query(
@@ -131,6 +134,7 @@ def _guard_once(
         limit=limit,
         limit_injected=injected,
         limit_clamped=clamped,
+        unvetted_functions=tuple(dict.fromkeys(found.unvetted)),
     )
 
 

@@ -57,6 +57,9 @@ class Findings:
 
     violations: list[_Violation] = field(default_factory=list)
     tables: list[exp.Table] = field(default_factory=list)
+    unvetted: list[str] = field(default_factory=list)
+    """Functions called that sqlglot does not know (an extension's, a user's): nothing says
+    they leave no state on the session, so the session is reset after the query."""
 
     def add(self, priority: int, rule: str, message: str) -> None:
         self.violations.append(_Violation(priority, len(self.violations), rule, message))
@@ -173,6 +176,8 @@ def check_function(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -
             )
         return  # an allowed table function, known or not
     unknown = isinstance(node, exp.Anonymous | exp.AnonymousAggFunc)
+    if unknown:
+        found.unvetted.append(names[0])
     if unknown and not policy.unknown_functions and names[0] not in shared.SAFE_FUNCTIONS:
         found.add(
             4,
