@@ -1,7 +1,10 @@
 """A real HTTP API on 127.0.0.1 for the HTTP connector tests (started by ``conftest.py``).
 
 ``ShopAPI`` serves the OpenAPI documents in ``specs/`` and a small JSON API under ``/v1``
-(orders, a paginated customer list, big, slow, redirecting, echoing and failing endpoints).
+(orders, a paginated customer list, big, slow, redirecting, echoing and failing endpoints),
+plus the hostile shapes the connector's bounds are tested with: compression bombs (stacked
+``gzip, gzip``, one gzip layer, deflate), an encoding nobody decodes, truthful small
+compressed bodies, a record with 50,000 keys and a list of 200,000 records.
 Both servers record every request that reaches them — method, raw path, headers, body — so a
 test can assert that a refused call produced *no* request, that no write arrived, and that
 nothing ever reached the foreign server (the stand-in for an attacker's host or a cloud
@@ -10,10 +13,13 @@ metadata endpoint).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import threading
 import time
+import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,6 +37,10 @@ ORDERS: list[dict[str, Any]] = [
 ]
 CUSTOMERS = [{"id": i, "name": f"customer {i}", "tags": ["a", "b"]} for i in range(1, 8)]
 BIG = [{"id": i, "payload": "x" * 90} for i in range(600)]  # ~60 kB of JSON
+BOMB_BYTES = 128 << 20
+"""What every compression bomb here inflates to: 128 MiB of zeros."""
+WIDE_KEYS = 50_000
+LONG_RECORDS = 200_000
 
 
 @dataclass(frozen=True)
@@ -192,6 +202,74 @@ def _big(handler: ShopHandler, query: dict[str, list[str]]) -> None:
         handler._send(200, body, "application/json")
 
 
+def _compress(chunks: Iterable[bytes], wbits: int) -> bytes:
+    """zlib at level 9, fed piece by piece so a bomb is never held decompressed here."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    parts = [compressor.compress(chunk) for chunk in chunks]
+    return b"".join([*parts, compressor.flush()])
+
+
+def _zeros() -> Iterable[bytes]:
+    return (bytes(1 << 20) for _ in range(BOMB_BYTES >> 20))
+
+
+@functools.cache
+def bomb_body(encoding: str) -> bytes:
+    """The body ``/v1/bomb?encoding=…`` sends: ``gzip`` (~130 kB), ``gzip, gzip`` (~300 bytes,
+    the gzip inside gzip), ``deflate`` (zlib-wrapped, ~130 kB). Cached: each takes about a
+    second to build, so a test module builds them once, before any call's deadline runs."""
+    if encoding == "gzip":
+        return _compress(_zeros(), 31)
+    if encoding == "gzip, gzip":
+        return _compress([bomb_body("gzip")], 31)
+    if encoding == "deflate":
+        return _compress(_zeros(), 15)
+    raise ValueError(encoding)
+
+
+def _bomb(handler: ShopHandler, query: dict[str, list[str]]) -> None:
+    encoding = query["encoding"][0]
+    status = int(query.get("status", ["200"])[0])  # an error's body can be a bomb too
+    handler._send(status, bomb_body(encoding), "application/json", Content_Encoding=encoding)
+
+
+_ENCODERS = {
+    "gzip": gzip.compress,
+    "x-gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "deflate-raw": lambda data: _compress([data], -15),  # what some servers call deflate
+    "identity": lambda data: data,
+    "br": lambda data: data,  # labelled brotli, which relay_nb does not ask for
+    "gzip, identity": gzip.compress,
+    "deflate, gzip": lambda data: gzip.compress(zlib.compress(data)),
+}
+
+
+def _encoded(handler: ShopHandler, query: dict[str, list[str]]) -> None:
+    """The orders, truthfully compressed as ``encoding`` says (``br`` is not: it is a label)."""
+    encoding = query["encoding"][0]
+    body = _ENCODERS[encoding](json.dumps(ORDERS).encode())
+    label = "deflate" if encoding == "deflate-raw" else encoding
+    status = int(query.get("status", ["200"])[0])
+    handler._send(status, body, "application/json", Content_Encoding=label)
+
+
+@functools.cache
+def wide_body() -> bytes:
+    """One JSON object of ~1.2 MB with 50,000 keys: a record nobody wants as 50,000 columns."""
+    return json.dumps({f"k{i:05}": f"value {i:06}" for i in range(WIDE_KEYS)}).encode()
+
+
+@functools.cache
+def long_body(envelope: bool) -> bytes:
+    """200,000 small records (~11 MB): a bare list, or the ``data`` of a paging envelope."""
+    records = [{"id": i, "name": f"customer {i}", "total": i / 4} for i in range(LONG_RECORDS)]
+    data: Any = (
+        {"data": records, "next_cursor": "c2", "total": LONG_RECORDS} if envelope else records
+    )
+    return json.dumps(data).encode()
+
+
 def _slow(handler: ShopHandler, query: dict[str, list[str]]) -> None:
     time.sleep(2.0)
     handler._json(200, [{"late": True}])
@@ -247,6 +325,21 @@ GET_ROUTES = {
     "/v1/redirect-dotdot": lambda h, q: h._redirect("/v1/%2e%2e/admin"),
     "/v1/redirect-foreign": lambda h, q: h._redirect(h.server.state.foreign_url + "/steal"),
     "/v1/redirect-loop": lambda h, q: h._redirect("/v1/redirect-loop"),
+    "/v1/bomb": _bomb,
+    "/v1/encoded": _encoded,
+    "/v1/wide": lambda h, q: h._send(200, wide_body(), "application/json"),
+    "/v1/long": lambda h, q: h._send(200, long_body("envelope" in q), "application/json"),
+    "/v1/long-text": lambda h, q: h._send(200, b"word " * (3 << 20), "text/plain"),
+    "/v1/long-csv": lambda h, q: h._send(
+        200,
+        b"n,name\n" + b"".join(b"%d,row %d\n" % (i, i) for i in range(LONG_RECORDS)),
+        "text/csv",
+    ),
+    "/v1/wide-csv": lambda h, q: h._send(
+        200,
+        (",".join(f"c{i}" for i in range(WIDE_KEYS)) + "\n" + ",".join("1" * WIDE_KEYS)).encode(),
+        "text/csv",
+    ),
     "/admin": _text(b"the admin area: must never be reached", "text/plain"),
 }
 
