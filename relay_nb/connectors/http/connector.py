@@ -5,7 +5,8 @@ variables) and what they may do (GET unless other methods are opted into, which 
 the user's approval per call). The model chooses only a method from that list, a path under
 the base URL, query parameters and a JSON body. Pipeline per call: method check → path guard
 → join → check of the final URL → request with a deadline and a streamed size cap (redirects
-only inside the base URL) → records as a DataFrame, a compact preview for the model.
+only inside the base URL; gzip or deflate decoded under the cap) → records as a bounded
+DataFrame, a compact preview for the model — all within the one ``timeout_s``.
 
 An OpenAPI document (file or URL), read lazily on the first prompt and cached until
 :meth:`refresh`, tells the model which operations exist.
@@ -26,9 +27,14 @@ from urllib.parse import urlencode, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    check_byte_limits,
+)
 from relay_nb.connectors.http.auth import HTTPAuth, auth_headers, check_extra_headers, coerce_auth
 from relay_nb.connectors.http.decode import decode_response
-from relay_nb.connectors.http.fetch import fetch
+from relay_nb.connectors.http.fetch import Deadline, fetch
 from relay_nb.connectors.http.openapi import ApiSummary, parse_document, summarise
 from relay_nb.connectors.http.operations import render_operations
 from relay_nb.connectors.http.paths import check_path, check_resolved, parse_base_url
@@ -72,7 +78,25 @@ class _CallInput(BaseModel):
 
 
 class HTTPConnector(Connector):
-    """A REST API at a fixed base URL: ``call_<id>(method, path, query, body)``."""
+    """A REST API at a fixed base URL: ``call_<id>(method, path, query, body)``.
+
+    Three byte limits bound a call, each at the point where its bytes exist:
+
+    * ``max_response_bytes`` (5 MB) — the response body as read off the network, counted
+      *after* decompression: reading stops (and the call fails) as soon as the decoded body
+      passes it. It bounds what is held and parsed at once.
+    * ``max_value_bytes`` (1 MiB) — one value kept in the result (a cell, a text body);
+      longer ones are clipped with a note.
+    * ``max_result_bytes`` (16 MiB) — everything kept in the result; records past it are
+      left out with a note and the result is marked truncated (``limit="bytes"``).
+
+    They are independent on purpose: the response cap bounds the wire and the parser, the
+    result limits bound what the kernel keeps once the body is gone. A body under its cap can
+    still make a result over its limit (every value is charged its decoded size plus a
+    per-value overhead, so many tiny values cost more kept than sent), and a body over the
+    result limit can yield a small result (only ``row_limit`` records are kept). ``timeout_s``
+    covers the request *and* decoding its answer.
+    """
 
     kind = "http"
 
@@ -87,6 +111,8 @@ class HTTPConnector(Connector):
         methods: Sequence[str] = ("GET",),
         timeout_s: float = 30.0,
         max_response_bytes: int = 5_000_000,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         row_limit: int = 200,
         max_operations: int = 60,
         name: str | None = None,
@@ -101,10 +127,18 @@ class HTTPConnector(Connector):
         self.methods = _check_methods(methods)
         self.timeout_s = _positive("timeout_s", timeout_s, float)
         self.max_response_bytes = _positive("max_response_bytes", max_response_bytes, int)
+        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
+            max_value_bytes, max_result_bytes
+        )
         self.row_limit = _positive("row_limit", row_limit, int)
         self.max_operations = _positive("max_operations", max_operations, int)
         self.auth = coerce_auth(auth)
         extra = check_extra_headers(headers)
+        if any(name.lower() == "accept-encoding" for name in extra):
+            raise ConfigurationError(
+                "headers sets Accept-Encoding, which the connector sets itself (gzip, deflate: "
+                "what it decodes under max_response_bytes); remove it"
+            )
         credentials = auth_headers(self.auth, self.id)  # reads env vars: fails now, not later
         clash = {name.lower() for name in extra} & {name.lower() for name in credentials}
         if clash:
@@ -163,6 +197,7 @@ class HTTPConnector(Connector):
         if body is not None and len(_json_text(body)) > _MAX_BODY_CHARS:
             raise UnsafeQueryError("body_too_large", "the request body is over 1 MB; send less")
         url = self.base.url_for(relative)
+        deadline = Deadline.after(self.timeout_s)  # decoding the answer runs on the same clock
         fetched = await fetch(
             verb,
             url,
@@ -185,6 +220,9 @@ class HTTPConnector(Connector):
             relative_path="/" + relative,
             connector_id=self.id,
             row_limit=self.row_limit,
+            max_value_bytes=self.max_value_bytes,
+            max_result_bytes=self.max_result_bytes,
+            deadline=deadline,
         )
 
     def _check_method(self, method: Any) -> str:

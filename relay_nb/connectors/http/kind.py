@@ -43,6 +43,8 @@ class HTTPOptions(BaseModel):
     methods: list[str] = Field(default=None)
     timeout_s: float = Field(default=None)
     max_response_bytes: int = Field(default=None)
+    max_value_bytes: int = Field(default=None)
+    max_result_bytes: int = Field(default=None)
     row_limit: int = _alias("row_limit", "rowLimit")
     max_operations: int = Field(default=None)
 
