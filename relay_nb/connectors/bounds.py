@@ -151,7 +151,7 @@ def clip_value(value: Any, limit: int) -> Any:
         text = _json_head(value, limit)
     else:
         text = str(value)
-    room = max(0, limit - len(CLIP_MARK))
+    room = max(0, limit - len(CLIP_MARK.encode()))  # the mark counts in bytes, as the limit
     if text.isascii():
         head = text[:room]
     else:
@@ -185,6 +185,10 @@ class ResultBudget:
     max_value_bytes: int
     max_result_bytes: int
     unit: str = "rows"
+    narrow: str = "select fewer or shorter columns, or aggregate"
+    """How to ask for less, in the words of the connector's query language."""
+    shorten: str = "select a part (a substring) or the length instead"
+    """How to ask for a part of a long value."""
     used: int = 0
     kept: int = 0
     clipped: int = 0
@@ -233,13 +237,13 @@ class ResultBudget:
             notes.append(
                 f"stopped reading after {self.kept:,} {self.unit}: the next one would pass the "
                 f"{describe_bytes(self.max_result_bytes)} result limit (max_result_bytes); "
-                "select fewer or shorter columns, or aggregate"
+                f"{self.narrow}"
             )
         if self.clipped:
             plural = "s" if self.clipped != 1 else ""
             notes.append(
                 f"{self.clipped:,} value{plural} longer than "
                 f"{describe_bytes(self.max_value_bytes)} (max_value_bytes) cut, text ending "
-                f"{CLIP_MARK!r}; select a part (a substring) or the length instead"
+                f"{CLIP_MARK!r}; {self.shorten}"
             )
         return tuple(notes)

@@ -167,6 +167,7 @@ def frame_from_records(
     """
     if budget is None:
         budget = ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES, unit="records")
+    patterns = secret_patterns()
     columns: dict[str, None] = {}
     dropped: dict[str, None] = {}
     rows: list[tuple[Any, ...]] = []
@@ -180,7 +181,7 @@ def frame_from_records(
                 columns[name] = None
             else:
                 dropped[name] = None
-        row = budget.admit(tuple(_cell(flat.get(name)) for name in columns))
+        row = budget.admit(tuple(_cell(flat.get(name), patterns) for name in columns))
         if row is None:
             break
         rows.append(row)
@@ -212,9 +213,24 @@ def _flatten(
         _flatten(value, inner_prefix, depth + 1, max_depth, out)
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, (list, dict, tuple)):
-        return json.dumps(value, default=str, separators=(",", ":"), ensure_ascii=False)
+def _cell(value: Any, patterns: tuple[re.Pattern[str], re.Pattern[bytes]] | None) -> Any:
+    """A nested value as one compact-JSON cell, its secrets redacted *before* it is written:
+    JSON escapes a quote or backslash inside a secret, and build_frame's redaction of the
+    cell would no longer find it."""
+    if not isinstance(value, (list, dict, tuple)):
+        return value
+    if patterns is not None:
+        value = _scrubbed(value, patterns[0])
+    return json.dumps(value, default=str, separators=(",", ":"), ensure_ascii=False)
+
+
+def _scrubbed(value: Any, pattern: re.Pattern[str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(REDACTED, value)
+    if isinstance(value, Mapping):
+        return {_scrubbed(k, pattern): _scrubbed(v, pattern) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(v, pattern) for v in value]
     return value
 
 
@@ -236,9 +252,14 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
             " (stopped at the row limit; more rows exist — aggregate or filter in the query "
             "instead of paging)"
         )
-    columns = ", ".join(f"{column_label(name)} {dtype}" for name, dtype in frame.dtypes.items())
+    labels = [f"{column_label(name)} {dtype}" for name, dtype in frame.dtypes.items()]
+    width = _columns_within(labels, max_chars // 3)
+    columns = ", ".join(labels[:width])
+    if width < len(labels):  # a wide result: the first columns, so rows still fit
+        frame = frame.iloc[:, :width]
+        columns += f", … {len(labels) - width:,} more columns not shown here"
     lines = [header, *(f"note: {note}" for note in result.notes)]
-    lines.append(f"columns: {columns}" if columns else "columns: (none)")
+    lines.append(f"columns: {columns}" if labels else "columns: (none)")
     budget = max_chars - sum(len(line) + 1 for line in lines)
     buffer = io.StringIO()
     # "\r\n" makes the writer quote a value holding either character (with "\n" alone a
@@ -256,6 +277,16 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     if shown < len(frame):
         lines.append(f"… showing {shown} of {result.row_count} rows")
     return "\n".join(lines)
+
+
+def _columns_within(labels: Sequence[str], max_chars: int) -> int:
+    """How many of the first column labels fit on a line of ``max_chars`` (at least one)."""
+    used = 0
+    for count, label in enumerate(labels):
+        used += len(label) + 2
+        if used > max_chars:
+            return max(1, count)
+    return len(labels)
 
 
 def csv_records(text: str, terminator: str = "\n") -> list[str]:

@@ -65,9 +65,9 @@ def test_a_nested_value_is_walked_only_until_it_is_over_the_limit() -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("a" * 50, "a" * (20 - len(CLIP_MARK)) + CLIP_MARK),
+        ("a" * 50, "a" * (20 - len(CLIP_MARK.encode())) + CLIP_MARK),
         (b"b" * 50, b"b" * 20),
-        ({"k": "v" * 50}, '{"k":"' + "v" * (20 - len(CLIP_MARK) - 6) + CLIP_MARK),
+        ({"k": "v" * 50}, '{"k":"' + "v" * (20 - len(CLIP_MARK.encode()) - 6) + CLIP_MARK),
     ],
 )
 def test_clipping_keeps_the_head_and_says_so(value, expected) -> None:
@@ -77,7 +77,7 @@ def test_clipping_keeps_the_head_and_says_so(value, expected) -> None:
 def test_clipping_never_splits_a_character() -> None:
     clipped = clip_value("€" * 100, 20)  # 3 bytes each
     assert clipped.endswith(CLIP_MARK)
-    assert len(clipped.encode()) <= 20 + len(CLIP_MARK.encode())
+    assert len(clipped.encode()) <= 20
 
 
 def test_the_budget_clips_values_and_stops_at_the_result_limit() -> None:
@@ -85,7 +85,7 @@ def test_the_budget_clips_values_and_stops_at_the_result_limit() -> None:
     rows = [(i, "x" * 300) for i in range(10)]
     kept = budget.admit_all(rows)
     assert len(kept) == 2  # each row costs 300 + 8 + 2 * 16 bytes as read
-    assert all(row[1] == "x" * (100 - len(CLIP_MARK)) + CLIP_MARK for row in kept)
+    assert all(row[1] == "x" * (100 - len(CLIP_MARK.encode())) + CLIP_MARK for row in kept)
     assert budget.full and budget.clipped == 2
     stop, clip = budget.notes()
     assert "stopped reading after 2 rows" in stop and "1,000 bytes result limit" in stop
@@ -257,3 +257,25 @@ def test_kernel_memory_is_bounded_by_the_result_limit(shop_db, payload) -> None:
     else:
         assert bounded["truncated"] and bounded["limit"] == "bytes", bounded
         assert any("stopped reading after" in note for note in bounded["notes"])
+
+
+def test_a_wide_result_previews_its_first_columns_within_the_budget() -> None:
+    frame = frame_from_records([{f"field_{i}": i for i in range(500)}])
+    result = QueryResult(df=frame, executed_sql="GET /wide", row_count=1, truncated=False,
+                         elapsed_ms=1.0)  # fmt: skip
+    preview = preview_for_model(result, max_chars=4000)
+    assert len(preview) <= 4000
+    columns = next(line for line in preview.splitlines() if line.startswith("columns: "))
+    assert columns.endswith("more columns not shown here")
+    assert "… showing 0" not in preview  # the row is shown, in the columns that fit
+
+
+def test_a_secret_json_escapes_in_a_nested_cell_is_still_redacted(monkeypatch) -> None:
+    secret = 'tok"en\\with-quote-and-backslash'
+    monkeypatch.setenv("SHOP_API_TOKEN", secret)
+    frame = frame_from_records([{"meta": {"key": secret}, "plain": secret}])
+    cells = frame.to_json()
+    assert "tok" not in cells and "[REDACTED]" in frame.loc[0, "meta.key"]
+    assert frame.loc[0, "plain"] == "[REDACTED]"
+    nested = frame_from_records([{"meta": {"deep": {"key": secret}}}], max_depth=1)
+    assert nested.loc[0, "meta.deep"] == '{"key":"[REDACTED]"}'
