@@ -112,7 +112,13 @@ def decode_response(
     media_type, charset = _content_type(fetched.headers.get("content-type", ""))
     head = f"{request_line} → HTTP {status}" + (f" ({media_type})" if media_type else "")
     content = fetched.content
-    budget = ResultBudget(max_value_bytes, max_result_bytes, unit="records")
+    budget = ResultBudget(
+        max_value_bytes,
+        max_result_bytes,
+        unit="records",
+        narrow="ask for fewer records or fields (a filter or a smaller page in query)",
+        shorten="ask for fewer fields, or an endpoint that returns less of each record",
+    )
     blank = _BLANK.fullmatch(content) is not None
     data, json_text = (_NOT_JSON, "") if blank else _json(content, media_type, row_limit, check)
     if blank:
