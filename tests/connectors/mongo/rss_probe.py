@@ -69,7 +69,7 @@ def main(url: str, database: str, collection: str, mode: str, pipeline: str = "[
             result = connector.aggregate(collection, stages)
         report["rows"] = result.row_count
         report["limit"] = result.limit
-        report["longest_value"] = int(result.df["text"].str.len().max())
+        report["longest_value"] = max(len(text.encode()) for text in result.df["text"])
         connector.close()
     report["baseline"] = baseline
     report["growth"] = _peak() - baseline
