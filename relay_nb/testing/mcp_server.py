@@ -14,7 +14,9 @@ has something real to talk to:
   ``header_status`` (say whether a variable is set or a header was sent, never the value),
   ``chart`` (an image), ``fail`` (an ``isError`` result), ``files.search`` (a dotted name the
   connector must sanitise), ``slow_calls`` (how many ``slow`` calls are running and how many
-  were cancelled: proof that a cancelled turn reached the server), ``helper_pid``;
+  were cancelled: proof that a cancelled turn reached the server), ``helper_pid``,
+  ``big_records`` (records with long text, as structured content: results bounded in
+  bytes) and ``big_text`` (one long text);
 - resources: a glossary and a README (text), a logo (binary), a large text document;
 - prompts: ``summarise_file`` and ``weekly_report`` (listed by the connector, never run).
 
@@ -24,6 +26,7 @@ start-up (``sleep``, in the server's process group) that the server never stops,
 that start a language server or a browser do; ``helper_pid`` names it. ``--mutable-tools``
 adds a tool ``extra`` and the tools ``add_tool`` / ``drop_tool`` that change the tool list
 at run time, as a server upgraded under a running client does (for re-list tests).
+``--json-response`` answers streamable-HTTP requests with plain JSON bodies instead of SSE.
 """
 
 from __future__ import annotations
@@ -172,6 +175,16 @@ def build_server(
         """Always fails with the given reason (for error-mapping tests)."""
         raise ToolError(reason)
 
+    @server.tool(annotations=READ_ONLY)
+    def big_records(count: int, size: int) -> list[dict[str, Any]]:
+        """Records numbered from 0, each with a text of the given number of characters."""
+        return [{"i": i, "text": chr(ord("a") + i % 26) * size} for i in range(count)]
+
+    @server.tool(annotations=READ_ONLY)
+    def big_text(size: int) -> str:
+        """One text of the given number of characters."""
+        return "t" * size
+
     @server.tool(name="files.search", annotations=READ_ONLY)
     def search(term: str) -> str:
         """Paths of the files whose text contains a term (case-insensitive)."""
@@ -249,6 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stderr-line", default=None)
     parser.add_argument("--spawn-helper", action="store_true")
     parser.add_argument("--mutable-tools", action="store_true")
+    parser.add_argument("--json-response", action="store_true")
     args = parser.parse_args(argv)
     if args.stderr_line:
         sys.stderr.write(args.stderr_line + "\n")
@@ -267,7 +281,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host=args.host, port=args.port)
+        server.run(
+            "streamable-http", host=args.host, port=args.port, json_response=args.json_response
+        )
 
 
 if __name__ == "__main__":

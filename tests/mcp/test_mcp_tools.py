@@ -29,6 +29,8 @@ SERVER_TOOLS = {
     "files.search",
     "slow_calls",
     "helper_pid",
+    "big_records",
+    "big_text",
 }
 
 

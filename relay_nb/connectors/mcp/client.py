@@ -26,7 +26,8 @@ signals a group id the system may have reused (:mod:`relay_nb.connectors.mcp.pro
 
 Server stderr is read into a short ring buffer of length-capped lines (and the debug log);
 it is redacted before it is kept, logged or quoted, since a server may print its own
-credentials.
+credentials. A streamable-HTTP reply is read up to :attr:`MCPClientHost.max_message_bytes`
+(:mod:`~relay_nb.connectors.mcp.transport`, which also says why stdio is not bounded there).
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from relay_nb.connectors.bounds import DEFAULT_MAX_RESULT_BYTES
 from relay_nb.connectors.mcp.process import SPAWNED, ServerGroup, install_spawn_hook
 from relay_nb.connectors.mcp.spec import Launch
 from relay_nb.connectors.mcp.text import clip, redacted_clip
+from relay_nb.connectors.mcp.transport import IDENTITY, cap_response, message_limit, refusal
 from relay_nb.errors import ConfigurationError, ConnectorError
 from relay_nb.redaction import redact
 
@@ -109,12 +112,21 @@ class MCPClientHost:
     """After a failed reconnect, requests fail fast this long before one tries again."""
 
     def __init__(
-        self, launch: Launch, *, label: str, connect_timeout_s: float, timeout_s: float
+        self,
+        launch: Launch,
+        *,
+        label: str,
+        connect_timeout_s: float,
+        timeout_s: float,
+        max_message_bytes: int = message_limit(DEFAULT_MAX_RESULT_BYTES),
     ) -> None:
         self.launch = launch
         self.label = label
         self.connect_timeout_s = connect_timeout_s
         self.timeout_s = timeout_s
+        self.max_message_bytes = max_message_bytes
+        """The largest reply read over streamable HTTP (:mod:`.transport`; stdio has no
+        bound the SDK allows)."""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -344,11 +356,16 @@ class MCPClientHost:
 
                     http = await stack.enter_async_context(
                         httpx2.AsyncClient(
-                            headers=self.launch.headers,
+                            headers={**IDENTITY, **self.launch.headers},
                             timeout=httpx2.Timeout(self.connect_timeout_s, read=300),
+                            event_hooks={"response": [cap_response(self.max_message_bytes)]},
                         )
                     )
-                    transport = streamable_http_client(self.launch.url, http_client=http)
+                    transport = streamable_http_client(
+                        self.launch.url,
+                        http_client=http,
+                        max_sse_event_size=self.max_message_bytes,
+                    )
                 client = await stack.enter_async_context(
                     mcp.Client(transport, read_timeout_seconds=self.timeout_s)
                 )
@@ -482,6 +499,9 @@ class MCPClientHost:
     def _request_error(self, exc: Exception, what: str, conn: _Connection) -> ConnectorError:
         code = getattr(exc, "code", None)
         message = str(getattr(exc, "message", "") or "")
+        bounded = refusal(message, self.max_message_bytes)
+        if type(exc).__name__ == "MCPError" and bounded:  # the session itself is fine
+            return self._error(f"{bounded} ({what})")
         if type(exc).__name__ == "MCPError" and code == _CONNECTION_CLOSED:
             conn.lost = True
             conn.stop.set()

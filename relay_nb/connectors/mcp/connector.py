@@ -49,6 +49,7 @@ from relay_nb.connectors.mcp.client import MCPClientHost, import_sdk
 from relay_nb.connectors.mcp.results import tool_result
 from relay_nb.connectors.mcp.spec import MCPSpecConfig, resolve_launch
 from relay_nb.connectors.mcp.text import redacted_clip
+from relay_nb.connectors.mcp.transport import message_limit
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.redaction import redact
 from relay_nb.tools import Tool, ToolResult
@@ -101,7 +102,11 @@ class MCPConnector(Connector):
         self.timeout_s = float(spec.timeout_s)
         connect_timeout = spec.connect_timeout_s or _CONNECT_TIMEOUT_S
         self._host = MCPClientHost(
-            self.launch, label=self.id, connect_timeout_s=connect_timeout, timeout_s=self.timeout_s
+            self.launch,
+            label=self.id,
+            connect_timeout_s=connect_timeout,
+            timeout_s=self.timeout_s,
+            max_message_bytes=message_limit(spec.max_result_bytes),
         )
         # the cached state; the lock guards it and is never held while the server is asked
         self._lock = threading.Lock()
@@ -299,6 +304,8 @@ class MCPConnector(Connector):
                 arguments=values,
                 elapsed_ms=(time.perf_counter() - started) * 1000,
                 max_chars=self.spec.max_result_chars,
+                max_value_bytes=self.spec.max_value_bytes,
+                max_result_bytes=self.spec.max_result_bytes,
                 secrets=self.launch.secrets,
             )
 
@@ -325,6 +332,8 @@ class MCPConnector(Connector):
             arguments=dict(arguments or {}),
             elapsed_ms=(time.perf_counter() - started) * 1000,
             max_chars=self.spec.max_result_chars,
+            max_value_bytes=self.spec.max_value_bytes,
+            max_result_bytes=self.spec.max_result_bytes,
             secrets=self.launch.secrets,
         )
 

@@ -1,9 +1,14 @@
 """An MCP tool result as relay_nb's ``ToolResult``: text for the model, tables for the analyst.
 
-- text content → the text the model reads (clipped, secrets redacted);
+- text content → the text the model reads (clipped, secrets redacted); only as much of it
+  is taken from the reply as the clip keeps, plus room for redaction to see a secret that
+  straddles the cut, so a huge text is never copied, redacted or kept whole;
 - structured content that is a list of records (or an object holding exactly one such list,
   as SDK servers wrap a returned list in ``{"result": [...]}``) → a ``QueryResult`` artifact
-  with the DataFrame, and the same compact CSV preview other connectors give the model;
+  with the DataFrame, and the same compact CSV preview other connectors give the model. The
+  records go through a :class:`~relay_nb.connectors.bounds.ResultBudget` one at a time
+  (``max_value_bytes`` per value, ``max_result_bytes`` in all): long values are cut, records
+  past the limit are left out, and the result says so (``notes``, ``limit="bytes"``);
 - images, audio and binary resources → a one-line placeholder (kind, MIME type, size): raw
   bytes never go to the model;
 - ``isError`` → a tool error the model can correct itself from.
@@ -15,9 +20,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    ResultBudget,
+)
 from relay_nb.connectors.mcp.text import redacted_clip
 from relay_nb.connectors.results import QueryResult, frame_from_records, preview_for_model
-from relay_nb.redaction import redact
+from relay_nb.redaction import known_secrets, redact
 from relay_nb.tools import ToolResult
 
 __all__ = ["content_text", "records_in", "tool_result"]
@@ -31,13 +41,17 @@ def tool_result(
     arguments: Mapping[str, Any],
     elapsed_ms: float,
     max_chars: int,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     secrets: Iterable[str] = (),
 ) -> ToolResult:
     """Map a ``CallToolResult`` (duck-typed: ``content``, ``structured_content``,
     ``is_error``) to a ``ToolResult``."""
     secrets = tuple(secrets)
-    # unclipped here: redaction must see a whole secret before anything is cut
-    text = content_text(getattr(result, "content", None) or [])
+    # not clipped yet: redaction must see a whole secret before anything is cut, and the clip
+    # must see that there was more
+    taken = max_chars + max((len(s) for s in known_secrets(secrets)), default=0) + 1
+    text = content_text(getattr(result, "content", None) or [], limit=taken)
     structured = getattr(result, "structured_content", None)
     if getattr(result, "is_error", False):
         message = text or "the tool reported an error without a message"
@@ -48,23 +62,42 @@ def tool_result(
     records = records_in(structured)
     if records is not None:
         call = json.dumps({"tool": tool, "arguments": dict(arguments)}, default=str)
+        budget = ResultBudget(max_value_bytes, max_result_bytes, unit="records")
+        redacted = (redact(record, extra=secrets) for record in records)  # those taken only
+        frame = frame_from_records(redacted, budget=budget)  # type: ignore[arg-type]
         query = QueryResult(
-            df=frame_from_records(redact(records, extra=secrets)),
+            df=frame,
             executed_sql=call,
             submitted_sql=call,
-            row_count=len(records),
-            truncated=False,
+            row_count=len(frame),
+            truncated=budget.full,
             elapsed_ms=elapsed_ms,
             connector_id=connector_id,
             language="mcp",
+            limit="bytes" if budget.full else "rows",
+            notes=budget.notes(),
         )
         preview = preview_for_model(query, max_chars=max_chars)
         return ToolResult(content=redact(preview, extra=secrets), artifact=query)
     if not text and structured is not None:
-        text = json.dumps(structured, default=str, ensure_ascii=False)
+        text = _json_head(structured, taken)
     return ToolResult(
         content=redacted_clip(text or "(the tool returned no content)", max_chars, secrets=secrets)
     )
+
+
+def _json_head(value: Any, limit: int) -> str:
+    """The first ``limit`` characters (or a few more) of ``value`` as JSON, produced piece by
+    piece: a huge structure is never serialised whole to show its start."""
+    encoder = json.JSONEncoder(default=str, ensure_ascii=False)
+    pieces: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(value):
+        pieces.append(piece)
+        size += len(piece)
+        if size > limit:
+            break
+    return "".join(pieces)
 
 
 def records_in(structured: Any) -> list[dict[str, Any]] | None:
@@ -87,11 +120,14 @@ def _is_records(value: Any) -> bool:
     )
 
 
-def content_text(blocks: Sequence[Any]) -> str:
-    """The model-facing text of MCP content blocks, placeholders for anything binary (not
-    clipped: the caller redacts, then clips)."""
+def content_text(blocks: Sequence[Any], *, limit: int | None = None) -> str:
+    """The model-facing text of MCP content blocks, placeholders for anything binary; with
+    ``limit``, at most that many characters (the caller redacts, then clips)."""
     parts: list[str] = []
+    size = 0
     for block in blocks:
+        if limit is not None and size >= limit:
+            break
         kind = getattr(block, "type", None)
         if kind == "text":
             parts.append(str(getattr(block, "text", "")))
@@ -106,6 +142,9 @@ def content_text(blocks: Sequence[Any]) -> str:
             parts.append(f"[resource link: {name} <{getattr(block, 'uri', '')}>]")
         else:
             parts.append(f"[{kind or 'unknown'} content omitted]")
+        if limit is not None:
+            parts[-1] = parts[-1][: max(0, limit - size)]  # a text's head, not a copy of it
+            size += len(parts[-1]) + 1
     return "\n".join(parts)
 
 

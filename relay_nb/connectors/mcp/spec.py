@@ -30,6 +30,11 @@ from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    check_byte_limits,
+)
 from relay_nb.connectors.http.auth import (
     HTTPAuth,
     InlineSecretWarning,
@@ -66,7 +71,10 @@ class MCPSpecConfig(BaseModel):
     mapping ``{"NAME_IN_SERVER": "NAME_HERE"}``. ``timeout_s`` bounds each request,
     ``connect_timeout_s`` (default 30) starting the server and the MCP handshake.
     ``read_only_tools`` lists server tools the analyst declares safe to run without
-    approval; ``tools`` keeps only the named ones.
+    approval; ``tools`` keeps only the named ones. A tool's records keep at most
+    ``max_result_bytes`` (16 MiB) with values cut at ``max_value_bytes`` (1 MiB); a
+    streamable-HTTP reply over twice ``max_result_bytes`` (plus 1 MiB) is not read
+    (:mod:`~relay_nb.connectors.mcp.transport`).
     """
 
     # a value given where a name belongs may be a secret: validation errors never echo input
@@ -94,6 +102,12 @@ class MCPSpecConfig(BaseModel):
     max_resources: int = _alias("max_resources", "maxResources", default=20)
     max_resource_chars: int = _alias("max_resource_chars", "maxResourceChars", default=20_000)
     max_result_chars: int = _alias("max_result_chars", "maxResultChars", default=4000)
+    max_value_bytes: int = _alias(
+        "max_value_bytes", "maxValueBytes", default=DEFAULT_MAX_VALUE_BYTES
+    )
+    max_result_bytes: int = _alias(
+        "max_result_bytes", "maxResultBytes", default=DEFAULT_MAX_RESULT_BYTES
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -146,6 +160,10 @@ class MCPSpecConfig(BaseModel):
         for what in ("max_resources", "max_resource_chars", "max_result_chars"):
             if getattr(self, what) < 1:
                 raise ValueError(f"{what} must be at least 1")
+        try:
+            check_byte_limits(self.max_value_bytes, self.max_result_bytes)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
         return self
 
     @property
