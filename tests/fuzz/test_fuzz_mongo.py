@@ -13,12 +13,19 @@
 4. Accepted pipelines run on SecantusDB through the real connector: no error, at most
    ``row_limit`` rows, exactly what the server returns for the same pipeline sent directly,
    and every document and collection of the database is the same afterwards.
+5. Extended JSON values (issue 17): every exact shape, planted in a random pipeline, is
+   accepted and decodes to what ``bson.json_util`` makes of it; the same value with one more
+   key of any kind (a refused or allowed operator, a field, another type marker), in any
+   key order, is refused while decoding and never reaches the server; and a DBRef's ``$id``
+   is walked whole: a refused operator anywhere inside it is refused with its own rule.
 """
 
 from __future__ import annotations
 
+import base64
 import collections
 import copy
+import datetime as dt
 import hashlib
 import json
 import uuid
@@ -29,12 +36,20 @@ import pymongo
 import pytest
 from bson import json_util
 from fuzz_support import fuzz_settings, mongo_helpers
-from hypothesis import example, given, note
+from hypothesis import assume, example, given, note
 from hypothesis import strategies as st
-from mongo_strategies import ALLOWED, Poisoned, pipelines, poisoned, server_pipelines
+from mongo_strategies import (
+    ALLOWED,
+    ATTACK_STRINGS,
+    Poisoned,
+    pipelines,
+    poisoned,
+    server_pipelines,
+)
 
 from relay_nb.connectors.mongo import MongoConnector
 from relay_nb.connectors.mongo.guard import guard_aggregate, guard_find
+from relay_nb.connectors.mongo.operators import REFUSED
 from relay_nb.connectors.mongo.values import documents_frame, parse_json_input
 from relay_nb.errors import UnsafeQueryError
 
@@ -205,6 +220,135 @@ def test_poisoned_pipelines_are_refused_with_their_rule(
     error = _refusal(lambda: connector.aggregate(collection, text))
     assert error.rule in text_rules, error.message
     assert log.names() == [], "a refused pipeline reached the server"
+
+
+# --------------------------------------------------------------------------------------------
+# 5: Extended JSON values only in their exact shapes, and walked whole
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+_DOUBLES = st.floats(allow_nan=False, allow_infinity=False)
+_MARKED = st.one_of(
+    st.builds(lambda h: {"$oid": h}, st.text("0123456789abcdef", min_size=24, max_size=24)),
+    st.builds(
+        lambda d: {"$date": d.isoformat(timespec="milliseconds") + "Z"},
+        st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(9999, 1, 1)),
+    ),
+    st.builds(lambda ms: {"$date": {"$numberLong": str(ms)}}, st.integers(-(2**40), 2**45)),
+    st.builds(lambda n: {"$numberLong": str(n)}, st.integers(-(2**63), 2**63 - 1)),
+    st.builds(lambda n: {"$numberInt": str(n)}, st.integers(-(2**31), 2**31 - 1)),
+    st.builds(lambda x: {"$numberDouble": repr(x)}, _DOUBLES),
+    st.builds(lambda n: {"$numberDecimal": str(n)}, st.decimals(-(10**6), 10**6, places=3)),
+    st.builds(
+        lambda b, t: {"$binary": {"base64": _b64(b), "subType": t}},
+        st.binary(max_size=24), st.sampled_from(("00", "04", "05", "80")),
+    ),
+    st.builds(lambda b: {"$binary": _b64(b), "$type": "00"}, st.binary(max_size=24)),
+    st.builds(lambda u: {"$uuid": str(u)}, st.uuids()),
+    st.builds(
+        lambda p, o: {"$regularExpression": {"pattern": p, "options": o}},
+        st.sampled_from(("^a", "x.*y", "", "é+")), st.sampled_from(("", "i", "im")),
+    ),
+    st.builds(
+        lambda t, i: {"$timestamp": {"t": t, "i": i}},
+        st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
+    ),
+    st.just({"$minKey": 1}),
+    st.just({"$maxKey": 1}),
+)  # fmt: skip
+"""Every value shape with a type marker (the legacy regex is an operator shape too)."""
+_DBREF_IDS = st.one_of(_MARKED, st.integers(), st.text(max_size=8), st.none())
+_EXACT = st.one_of(
+    _MARKED,
+    st.builds(
+        lambda c, i, db: {"$ref": c, "$id": i, **db},
+        COLLECTIONS, _DBREF_IDS, st.sampled_from(({}, {"$db": "shop"})),
+    ),
+)  # fmt: skip
+_EXTRA_KEYS = st.sampled_from(
+    (*REFUSED, "$gt", "$eq", "$in", "$expr", "$not", "$regex", "note", "x", "$oid", "$date",
+     "$numberLong", "$binary", "$ref", "$id", "$undefined", "$symbol", "$code", "$scope")
+)  # fmt: skip
+_EXTRA_VALUES = st.one_of(
+    st.sampled_from(ATTACK_STRINGS), st.integers(), st.just({"$where": "sleep(1000)"})
+)
+
+
+def _planted(value: Any, where: int) -> dict[str, Any]:
+    """A stage holding ``value`` where a model would write a value."""
+    return (
+        {"$match": {"customer_id": value}},
+        {"$match": {"customer_id": {"$in": [1, value]}}},
+        {"$match": {"$or": [{"status": "paid"}, {"customer_id": {"$ne": value}}]}},
+        {"$project": {"x": {"$literal": value}}},
+        {"$addFields": {"x": {"$eq": ["$customer_id", value]}}},
+        {"$facet": {"a": [{"$match": {"customer_id": value}}]}},
+        {"$lookup": {"from": "customers", "as": "c", "pipeline": [{"$match": {"_id": value}}]}},
+        {"$unionWith": {"coll": "orders", "pipeline": [{"$match": {"customer_id": value}}]}},
+    )[where]
+
+
+_PLACES = st.integers(0, 7)
+
+
+@fuzz_settings(200)
+@given(value=_EXACT, where=_PLACES, pipeline=pipelines())
+def test_exact_extended_json_is_accepted_as_json_util_reads_it(
+    value: dict[str, Any], where: int, pipeline: list[dict[str, Any]]
+) -> None:
+    stages = [_planted(value, where), *pipeline]
+    parsed = parse_json_input(json.dumps(stages), "pipeline")
+    assert parsed[0] == _planted(json_util.loads(json.dumps(value)), where)
+    guard_aggregate("orders", parsed, allowed=ALLOWED, row_limit=50)
+
+
+@fuzz_settings(200)
+@given(value=_EXACT, key=_EXTRA_KEYS, extra=_EXTRA_VALUES, data=st.data(), where=_PLACES)
+def test_a_shape_with_one_more_key_is_refused_and_never_sent(
+    value: dict[str, Any],
+    key: str,
+    extra: Any,
+    data: st.DataObject,
+    where: int,
+    watched: tuple[MongoConnector, Any],
+) -> None:
+    assume(key not in value and not (key == "$db" and "$ref" in value))
+    items = list(value.items())
+    items.insert(data.draw(st.integers(0, len(items)), label="position"), (key, extra))
+    text = json.dumps([_planted(dict(items), where)])
+    note(text)
+    error = _refusal(lambda: parse_json_input(text, "pipeline"))
+    assert error.rule in ("invalid_json", "javascript"), error.message
+    connector, log = watched
+    log.clear()
+    assert _refusal(lambda: connector.aggregate("orders", text)).rule == error.rule
+    assert log.names() == [], "a misshapen value reached the server"
+
+
+def _nested(draw: Any, operator: str) -> Any:
+    """A refused operator somewhere inside random dicts and lists."""
+    value: Any = {operator: "sleep(1000)" if operator == "$where" else {"x": 1}}
+    for _ in range(draw(st.integers(0, 4))):
+        value = [1, value] if draw(st.booleans()) else {"k": value}
+    return value
+
+
+@fuzz_settings(100)
+@given(operator=st.sampled_from(sorted(REFUSED)), data=st.data(), where=_PLACES)
+def test_a_dbref_id_is_walked_whole(operator: str, data: st.DataObject, where: int) -> None:
+    hidden = _nested(data.draw, operator)
+    text = json.dumps([_planted({"$ref": "customers", "$id": hidden}, where)])
+    # plain json_util keeps the operator inside the DBRef, where a dict/list walk stops
+    assert isinstance(json_util.loads(text)[0], dict)
+    error = _refusal(
+        lambda: guard_aggregate(
+            "orders", parse_json_input(text, "pipeline"), allowed=ALLOWED, row_limit=50
+        )
+    )
+    assert error.rule == REFUSED[operator], error.message
 
 
 # --------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from relay_nb.connectors.mcp.spec import MCPSpecConfig, resolve_launch
 from relay_nb.connectors.mcp.text import redacted_clip
 from relay_nb.connectors.mcp.transport import message_limit
 from relay_nb.errors import ConfigurationError, RelayError
-from relay_nb.redaction import redact
+from relay_nb.redaction import known_secrets, redact
 from relay_nb.tools import Tool, ToolResult
 
 __all__ = ["MCPConnector"]
@@ -257,8 +257,13 @@ class MCPConnector(Connector):
             if not texts:
                 skipped.append(f"{label}: binary, not read")
                 continue
-            text = redact("\n\n".join(texts), extra=self.launch.secrets)
-            if len(text) > limit:
+            # only the part that is kept is joined and redacted, with room for a secret at
+            # the cut (a resource may be far larger than max_resource_chars)
+            secrets = known_secrets(self.launch.secrets)
+            room = limit + max((len(secret) for secret in secrets), default=0) + 1
+            head, more = _head(texts, "\n\n", room)
+            text = redact(head, extra=self.launch.secrets)
+            if more or len(text) > limit:
                 text = text[:limit] + f"\n[cut at {limit} characters]"
             documents.append(ConnectorDocument(title=resource.name, text=text, uri=resource.uri))
         return documents, skipped
@@ -536,6 +541,21 @@ def _fit(
             f"({len(tool_lines) - kept} more tools not listed here; their names say what they do)"
         )
     return "\n".join(out)
+
+
+def _head(texts: list[str], separator: str, room: int) -> tuple[str, bool]:
+    """The first ``room`` characters of ``texts`` joined by ``separator`` (without joining
+    the rest), and whether there was more."""
+    parts: list[str] = []
+    size = 0
+    for index, text in enumerate(texts):
+        for piece in (separator, text) if index else (text,):
+            if size + len(piece) > room:
+                parts.append(piece[: room - size])  # a head, not a copy of the whole
+                return "".join(parts), True
+            parts.append(piece)
+            size += len(piece)
+    return "".join(parts), False
 
 
 def _short(exc: BaseException) -> str:
