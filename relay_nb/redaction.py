@@ -9,11 +9,12 @@ their text or JSON through :func:`redact`, which replaces every known secret val
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, unquote_plus, urlsplit
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "SECRET_ENV_PATTERN",
     "SECRET_OPTION_PATTERN",
     "Secret",
+    "SecretPatterns",
     "is_secret_name",
     "is_variable_name",
     "known_secrets",
@@ -70,42 +72,61 @@ def known_secrets(extra: Iterable[str] = ()) -> list[str]:
 
 
 def redact(value: Any, extra: Iterable[str] = ()) -> Any:
-    """Return ``value`` (str, or JSON-like dict/list nesting) with every known secret replaced."""
-    secrets = known_secrets(extra)
-    if not secrets:
+    """Return ``value`` (str, bytes, or a dict/list/tuple nesting of them, keys included)
+    with every known secret replaced, also where JSON escaped it (a secret holding a quote
+    or a backslash, inside JSON text)."""
+    patterns = secret_patterns(extra)
+    return value if patterns is None else patterns.redact(value)
+
+
+class SecretPatterns(NamedTuple):
+    """Every form of every known secret as one compiled alternation, for text and bytes."""
+
+    text: re.Pattern[str]
+    data: re.Pattern[bytes]
+    longest: int
+    """The longest form, in characters: how far a cut may reach into a secret."""
+
+    def redact(self, value: Any) -> Any:
+        """``value`` with every match replaced; containers walked, keys included."""
+        if isinstance(value, str):
+            return self.text.sub(REDACTED, value)
+        if isinstance(value, bytes | bytearray | memoryview):
+            raw = bytes(value)
+            return self.data.sub(_REDACTED_BYTES, raw) if self.data.search(raw) else value
+        if isinstance(value, dict):
+            return {self.redact(k): self.redact(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.redact(v) for v in value)
         return value
-    return _redact(value, secrets)
 
 
-def secret_patterns(
-    extra: Iterable[str] = (),
-) -> tuple[re.Pattern[str], re.Pattern[bytes]] | None:
-    """Every known secret as one compiled alternation, for text and for bytes, or ``None``
-    when there is none: what redacting many values (a result's cells) needs, instead of
-    one substring test per secret per value. Cached per set of secrets."""
+def secret_patterns(extra: Iterable[str] = ()) -> SecretPatterns | None:
+    """The known secrets as :class:`SecretPatterns`, or ``None`` when there is none: one
+    regex pass per value instead of one substring test per secret. Cached per set."""
     secrets = known_secrets(extra)
     return _compiled(tuple(secrets)) if secrets else None
 
 
 @lru_cache(maxsize=16)
-def _compiled(secrets: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[bytes]]:
-    # longest first (known_secrets' order): a secret that contains another is replaced whole
-    text = re.compile("|".join(re.escape(s) for s in secrets))
-    data = re.compile(b"|".join(re.escape(s.encode("utf-8", "surrogatepass")) for s in secrets))
-    return text, data
+def _compiled(secrets: tuple[str, ...]) -> SecretPatterns:
+    forms = {form for secret in secrets for form in _forms(secret)}
+    ordered = sorted(forms, key=len, reverse=True)  # a form containing another wins
+    text = re.compile("|".join(re.escape(form) for form in ordered))
+    data = re.compile(
+        b"|".join(re.escape(form.encode("utf-8", "surrogatepass")) for form in ordered)
+    )
+    return SecretPatterns(text, data, max(len(form) for form in ordered))
 
 
-def _redact(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_redact(v, secrets) for v in value)
-    return value
+def _forms(secret: str) -> set[str]:
+    """How a secret may be written in text relay_nb shows: as is, and JSON-escaped (with and
+    without non-ASCII escapes), which changes a secret holding a quote, a backslash, a
+    control or a non-ASCII character."""
+    return {secret, *(json.dumps(secret, ensure_ascii=flag)[1:-1] for flag in (False, True))}
+
+
+_REDACTED_BYTES = REDACTED.encode()
 
 
 def redact_url(url: str) -> str:

@@ -43,6 +43,7 @@ from relay_nb.agent.tool_calls import ToolOutcome, execute_calls
 from relay_nb.agent.turn_result import FinishReason, TurnResult
 from relay_nb.context import ContextRequest, allocate_budget
 from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.redaction import redact
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.failures import classify_exception
 from relay_nb.runtime.types import (
@@ -328,7 +329,9 @@ class _Turn:
         """Run one step's calls (see tool_calls.py); results come back in call order."""
         for call in calls:
             self.tool_calls.append(call)
-            self.emit(ToolCallEvent(tool_call_id=call.id, name=call.name, input=call.input))
+            # the event is what the trace shows: no credential, even one the model wrote
+            shown = redact(call.input)
+            self.emit(ToolCallEvent(tool_call_id=call.id, name=call.name, input=shown))
         outcomes, cancelled = await execute_calls(
             calls, self.tools, approver=self.approver, abort=self.abort, emit=self.emit
         )

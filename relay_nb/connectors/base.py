@@ -7,11 +7,14 @@ tells the model what is queryable.
 
 from __future__ import annotations
 
+import functools
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import redact
 from relay_nb.tools import Tool
 
 __all__ = ["CONNECTOR_ID", "Connector", "ConnectorDocument", "check_connector_id"]
@@ -69,7 +72,27 @@ class Connector(ABC):
     @abstractmethod
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         """What is queryable, compact enough for a system prompt; ranked by ``question``
-        and cut to ``max_tokens`` when both are given."""
+        and cut to ``max_tokens`` when both are given. Whatever a subclass returns is
+        redacted (see :meth:`__init_subclass__`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every connector's ``prompt_context`` comes back with known secrets redacted.
+
+        Its text is data someone else wrote — table and column names, comments, sample
+        values, field names, a server's instructions — printed by the analyst or sent to the
+        model; wrapping it here covers built-ins and plugins alike, in one place.
+        """
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("prompt_context")
+        if own is None or getattr(own, "_relay_redacted", False):
+            return
+
+        @functools.wraps(own)
+        def prompt_context(self: Connector, *args: Any, **options: Any) -> str:
+            return redact(own(self, *args, **options))
+
+        prompt_context._relay_redacted = True  # type: ignore[attr-defined]
+        cls.prompt_context = prompt_context  # type: ignore[method-assign]
 
     def object_names(self) -> list[str]:
         """What the model can query here (tables, collections, endpoints); may read the

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import secret_patterns
 
 __all__ = [
     "DEFAULT_MAX_COLUMNS",
@@ -141,16 +142,26 @@ def _nested_size(value: Mapping[Any, Any] | Sequence[Any], limit: int) -> int:
 
 
 def clip_value(value: Any, limit: int) -> Any:
-    """``value`` cut to about ``limit`` bytes: text keeps its head and ends with
-    :data:`CLIP_MARK`, binary keeps its head, anything else becomes its clipped text."""
+    """``value`` cut to at most ``limit`` bytes: text keeps its head and ends with
+    :data:`CLIP_MARK`, binary keeps its head, anything else becomes its clipped text.
+
+    Secrets are redacted in the head *before* it is cut (with room for the longest one past
+    the cut), so a cut through a secret cannot leave its first half for the redaction of
+    the cell to miss.
+    """
+    patterns = secret_patterns()
+    margin = patterns.longest * 6 if patterns is not None else 0  # "\uXXXX": 6 per char
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value[:limit])
+        head = bytes(value[: limit + margin])
+        return (patterns.redact(head) if patterns is not None else head)[:limit]
     if isinstance(value, str):
-        text = value
+        text = value[: limit + margin]
     elif isinstance(value, Mapping | list | tuple):
-        text = _json_head(value, limit)
+        text = _json_head(value, limit + margin)
     else:
-        text = str(value)
+        text = str(value)[: limit + margin]
+    if patterns is not None:
+        text = patterns.redact(text)
     room = max(0, limit - len(CLIP_MARK.encode()))  # the mark counts in bytes, as the limit
     if text.isascii():
         head = text[:room]

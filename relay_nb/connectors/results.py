@@ -33,7 +33,7 @@ from relay_nb.connectors.bounds import (
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
 )
-from relay_nb.redaction import REDACTED, secret_patterns
+from relay_nb.redaction import SecretPatterns, secret_patterns
 
 __all__ = [
     "QueryResult",
@@ -119,33 +119,24 @@ def build_frame(
 def redact_rows(
     columns: Sequence[Any], rows: Sequence[tuple[Any, ...]]
 ) -> tuple[list[Any], Sequence[tuple[Any, ...]]]:
-    """Column names and text or binary cells with every known secret replaced by
-    ``[REDACTED]``; the rows come back untouched (the same list) when nothing matched."""
+    """Column names and cells with every known secret replaced by ``[REDACTED]``: text,
+    binary, and containers (a JSON value, an array, a struct) walked keys and all. The rows
+    come back untouched (the same list) when nothing matched."""
     patterns = secret_patterns()
     if patterns is None:
         return list(columns), rows
-    text, data = patterns
-    names = [text.sub(REDACTED, c) if isinstance(c, str) else c for c in columns]
+    names = [patterns.redact(c) for c in columns]
     out: list[tuple[Any, ...]] | None = None
     for index, row in enumerate(rows):
-        changed: list[Any] | None = None
-        for position, value in enumerate(row):
-            if isinstance(value, str):
-                if text.search(value):
-                    changed = changed or list(row)
-                    changed[position] = text.sub(REDACTED, value)
-            elif isinstance(value, bytes | bytearray | memoryview):
-                raw = bytes(value)
-                if data.search(raw):
-                    changed = changed or list(row)
-                    changed[position] = data.sub(REDACTED.encode(), raw)
-        if changed is not None:
-            if out is None:
-                out = list(rows[:index])
-            out.append(tuple(changed))
-        elif out is not None:
-            out.append(row)
+        cleaned = tuple(patterns.redact(v) if isinstance(v, _REDACTABLE) else v for v in row)
+        if out is None and any(a is not b for a, b in zip(cleaned, row, strict=True)):
+            out = list(rows[:index])
+        if out is not None:
+            out.append(cleaned)
     return names, (out if out is not None else rows)
+
+
+_REDACTABLE = (str, bytes, bytearray, memoryview, dict, list, tuple)
 
 
 def frame_from_records(
@@ -213,25 +204,15 @@ def _flatten(
         _flatten(value, inner_prefix, depth + 1, max_depth, out)
 
 
-def _cell(value: Any, patterns: tuple[re.Pattern[str], re.Pattern[bytes]] | None) -> Any:
-    """A nested value as one compact-JSON cell, its secrets redacted *before* it is written:
-    JSON escapes a quote or backslash inside a secret, and build_frame's redaction of the
-    cell would no longer find it."""
+def _cell(value: Any, patterns: SecretPatterns | None) -> Any:
+    """A nested value as one compact-JSON cell, its secrets redacted *before* it is written
+    (redacting the JSON text works too, since every escaped form is matched, but a value
+    cut by the budget may then hold half a secret)."""
     if not isinstance(value, (list, dict, tuple)):
         return value
     if patterns is not None:
-        value = _scrubbed(value, patterns[0])
+        value = patterns.redact(value)
     return json.dumps(value, default=str, separators=(",", ":"), ensure_ascii=False)
-
-
-def _scrubbed(value: Any, pattern: re.Pattern[str]) -> Any:
-    if isinstance(value, str):
-        return pattern.sub(REDACTED, value)
-    if isinstance(value, Mapping):
-        return {_scrubbed(k, pattern): _scrubbed(v, pattern) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrubbed(v, pattern) for v in value]
-    return value
 
 
 def _parse_iso(series: pd.Series) -> pd.Series:

@@ -33,6 +33,7 @@ from relay_nb.context.types import (
     SourceStats,
 )
 from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import secret_patterns
 
 __all__ = ["ContextResolver", "pack_items"]
 
@@ -148,7 +149,7 @@ class ContextResolver:
         results = await _gather_all(
             [self._fetch_one(source, request) for source in sources],
         )
-        candidates = [item for _stats, items in results for item in items]
+        candidates = _redacted([item for _stats, items in results for item in items])
         kept, dropped = pack_items(candidates, limit)
         return ResolvedContext(
             kept=kept,
@@ -320,6 +321,22 @@ async def _gather_all(coros: Sequence[Coroutine[Any, Any, _T]]) -> list[_T]:
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+def _redacted(items: list[ContextItem]) -> list[ContextItem]:
+    """Every item with the known secrets replaced: a schema's column names and comments, a
+    column's sample values, a server's documents are data someone else wrote, and reach the
+    prompt only through here."""
+    patterns = secret_patterns()
+    if patterns is None:
+        return items
+    out = []
+    for item in items:
+        content = patterns.redact(item.content)
+        out.append(
+            item if content is item.content else item.model_copy(update={"content": content})
+        )
+    return out
 
 
 def _check_items(result: object) -> list[ContextItem]:

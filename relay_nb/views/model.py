@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_nb.agent.events import Event
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.agent.turn_result import TurnResult
+from relay_nb.redaction import redact
 from relay_nb.runtime.types import Usage
 
 __all__ = ["CallView", "TurnView", "describe_usage", "sql_of", "status_of"]
@@ -58,7 +59,7 @@ class CallView(BaseModel):
             index=index,
             tool_call_id=outcome.tool_call_id,
             name=outcome.name,
-            input=dict(outcome.input) if isinstance(outcome.input, dict) else {},
+            input=redact(dict(outcome.input)) if isinstance(outcome.input, dict) else {},
             state="done",
             is_error=outcome.is_error,
             content=outcome.content,
@@ -81,8 +82,9 @@ class CallView(BaseModel):
 
     @property
     def query(self) -> str:
-        """What the call ran, or asked for when it was refused before running."""
-        return _query(self.name, self.input, self.artifact)
+        """What the call ran, or asked for when it was refused before running (a credential
+        in it, even one the model wrote, is shown redacted)."""
+        return redact(_query(self.name, self.input, self.artifact))
 
     @property
     def frame(self) -> Any:

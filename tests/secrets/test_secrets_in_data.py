@@ -21,13 +21,15 @@ alias, from a Mongo/HTTP/MCP key), inside a JSON value, as bytes, split by the v
 maps), in column comments and sample values; over SQLite, DuckDB, PostgreSQL and MariaDB, the
 DataFrame connector, MongoDB, an MCP server, an HTTP API, and the ``%relay`` magic.
 
-Known leaks are ``xfail(strict=True)`` with the reason: the suite stays green, a fix turns
-them into XPASS (a failure, so the marker is removed), and ``pytest --runxfail`` shows each
-leak's report.
+This suite found six paths that leaked (catalog names and comments and sample values in the
+prompt, container cells, JSON-escaped secrets, a secret cut by the value clip, Mongo binary
+turned to base64 first, and a secret the model wrote shown in the trace); each case below
+failed until its path was fixed.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import sys
@@ -66,51 +68,6 @@ pytestmark = pytest.mark.timeout(120)
 MODEL = "claude-haiku-4-5"
 HOSTILE_ENV = "SHOP_EXPORT_PASSWORD"
 R = "[REDACTED]"
-
-# ------------------------------------------------------------------------ known leaks
-
-CATALOG = (
-    "catalog path: table/column names and column comments reach the prompt unredacted — "
-    "SQLConnector.prompt_context -> sql/render.py render_catalog (also the DataFrame "
-    "connector) and mongo/schema.py render_collections (field names) never pass redaction; "
-    "only results go through build_frame"
-)
-SAMPLES = (
-    "sample_values: SQLConnector._distinct_values reads distinct values with run_read_only "
-    "and returns str(row[0]) unredacted; render_catalog puts them in the prompt"
-)
-NESTED = (
-    "container cells: results.redact_rows only redacts str and bytes cells; a dict/list/tuple "
-    "cell (PostgreSQL jsonb/json/arrays/records, DuckDB LIST/STRUCT/MAP, object columns of a "
-    "DataFrame) keeps the secret in the frame, the HTML table, the transcript and "
-    "turn.frames (the prompt is saved only by Tool.run's redact of the CSV text)"
-)
-ESCAPED = (
-    "escaped forms: a secret holding a quote or a backslash is stored JSON-escaped in JSON "
-    "text (a JSON column, JSON text in a DataFrame cell, an MCP tool's JSON object); "
-    "redaction.secret_patterns()/redact() only match the raw value, so the escaped secret "
-    "reaches the prompt, the frame and every view"
-)
-CLIP = (
-    "value clip before redaction: ResultBudget.admit -> bounds.clip_value cuts a long value "
-    "first, build_frame redacts after, so the head of a secret straddling max_value_bytes "
-    "(here CANARY + the marker) is kept; the MCP connector reads past the cut, SQL, the "
-    "DataFrame connector and Mongo do not"
-)
-BINARY = (
-    "Mongo binary: mongo/values.py to_plain turns bson Binary into base64 text before "
-    "build_frame, whose bytes pattern no longer applies and whose text pattern cannot match "
-    "base64"
-)
-MODEL_ECHO = (
-    "model-written text: a secret in the model's own tool input (the SQL) is not redacted in "
-    "the tool_call event, the transcript or the static HTML (recordings are scrubbed)"
-)
-
-
-def leak(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
-
 
 # ------------------------------------------------------------------------ fixtures
 
@@ -278,7 +235,6 @@ class SqlForm:
     """What the redacted result shows instead (so the row really was selected)."""
     options: dict[str, Any] = field(default_factory=dict)
     engines: tuple[str, ...] = ENGINES
-    leaks: dict[str, str] = field(default_factory=dict)
     error: bool = False
 
     def query(self, engine: str) -> str:
@@ -316,7 +272,6 @@ SQL_FORMS = [
         "SELECT v FROM vault_json",
         lambda s, v: holds(_first(s, "SELECT v FROM vault_json")[0], v.token),
         lambda t, v: R in str(_cell(t)),
-        leaks={"postgresql": NESTED},
     ),
     SqlForm(
         "JSON value needing escapes",
@@ -324,7 +279,6 @@ SQL_FORMS = [
         "SELECT v FROM vault_json_escaped",
         lambda s, v: holds(_first(s, "SELECT v FROM vault_json_escaped")[0], v.hostile),
         lambda t, v: R in str(_cell(t)),
-        leaks={e: (NESTED if e == "postgresql" else ESCAPED) for e in ENGINES},
     ),
     SqlForm(
         "bytes",
@@ -343,7 +297,6 @@ SQL_FORMS = [
         ),
         lambda t, v: str(_cell(t)).endswith(CLIP_MARK),
         options={"max_value_bytes": MAX_VALUE_BYTES},
-        leaks=dict.fromkeys(ENGINES, CLIP),
     ),
     SqlForm(
         "column name in the table",
@@ -351,7 +304,6 @@ SQL_FORMS = [
         "SELECT * FROM vault_columns",
         lambda s, v: v.token in s.read("SELECT * FROM vault_columns").columns,
         lambda t, v: list(t.df.columns) == ["id", R],
-        leaks=dict.fromkeys(ENGINES, CATALOG),
     ),
     SqlForm(
         "column comment",
@@ -360,7 +312,6 @@ SQL_FORMS = [
         lambda s, v: v.token in (s.comment("vault_comment", "v") or ""),
         lambda t, v: _cell(t) == "x",
         engines=("duckdb", "postgresql", "mariadb"),
-        leaks=dict.fromkeys(ENGINES, CATALOG),
     ),
     SqlForm(
         "sample values",
@@ -369,7 +320,6 @@ SQL_FORMS = [
         lambda s, v: _first(s, "SELECT v FROM vault_cell WHERE id = 1")[0] == v.token,
         lambda t, v: int(_cell(t, "n")) == 2,
         options={"sample_values": 5},
-        leaks=dict.fromkeys(ENGINES, SAMPLES),
     ),
     SqlForm(
         "database error quoting a value",
@@ -393,7 +343,6 @@ SQL_FORMS = [
         lambda s, v: holds(_first(s, "SELECT * FROM vault_nested"), v.token),
         lambda t, v: len(t.df) == 1 and R in t.df.to_string(),
         engines=("duckdb", "postgresql"),  # SQLite and MariaDB have no container types
-        leaks={"duckdb": NESTED, "postgresql": NESTED},
     ),
 ]
 
@@ -402,8 +351,7 @@ def _sql_cases() -> list[Any]:
     cases = []
     for form in SQL_FORMS:
         for engine in form.engines:
-            marks = [leak(form.leaks[engine])] if engine in form.leaks else []
-            cases.append(pytest.param(engine, form, id=f"{engine}-{form.name}", marks=marks))
+            cases.append(pytest.param(engine, form, id=f"{engine}-{form.name}"))
     return cases
 
 
@@ -468,8 +416,7 @@ def test_sql_column_alias_the_model_writes_is_redacted_in_the_result(
     assert list(asked.turn.df.columns) == [R] and _cell(asked.turn, R) == R
 
 
-@leak(MODEL_ECHO)
-def test_a_secret_the_model_writes_is_shown_in_the_trace(
+def test_a_secret_the_model_writes_is_redacted_in_the_trace(
     stores: Callable[[str], Store],
     values: DataSecrets,
     data_env: Canaries,
@@ -477,8 +424,8 @@ def test_a_secret_the_model_writes_is_shown_in_the_trace(
     evidence: Evidence,
     run_dir: Path,
 ):
-    """Outside class 6 (the secret comes from the model, not the data), for the record: the
-    alias above is the model's own SQL, and the saved trace shows it."""
+    """A credential in the model's own SQL (a column alias here) is redacted wherever the
+    trace shows it: the tool_call event, the transcript and the static HTML."""
     store = stores("sqlite")
     sql = f"SELECT v AS {store.ident(values.token)} FROM vault_cell WHERE id = 1"
     asked = _ask(store.url, [("query_vault", {"sql": sql})], run_dir, tables=["vault_cell"])
@@ -502,7 +449,6 @@ class FrameForm:
     secret: Callable[[DataSecrets], str]
     shown: Callable[[Any, DataSecrets], bool]
     options: dict[str, Any] = field(default_factory=dict)
-    leaks: str | None = None
 
 
 FRAME_FORMS = [
@@ -530,7 +476,6 @@ FRAME_FORMS = [
         "SELECT * FROM sales",
         lambda v: v.token,
         lambda t, v: list(t.df.columns) == ["id", R],
-        leaks=CATALOG,
     ),
     FrameForm(
         "JSON text needing escapes",
@@ -538,7 +483,6 @@ FRAME_FORMS = [
         "SELECT payload FROM sales",
         lambda v: v.hostile,
         lambda t, v: R in t.df["payload"].iloc[0],
-        leaks=ESCAPED,
     ),
     FrameForm(
         "dict and list cells",
@@ -546,7 +490,6 @@ FRAME_FORMS = [
         "SELECT obj, lst FROM sales",
         lambda v: v.token,
         lambda t, v: R in t.df.to_string(),
-        leaks=NESTED,
     ),
     FrameForm(
         "split by the value clip",
@@ -555,14 +498,13 @@ FRAME_FORMS = [
         lambda v: v.token,
         lambda t, v: t.df["v"].iloc[0].endswith(CLIP_MARK),
         options={"max_value_bytes": MAX_VALUE_BYTES},
-        leaks=CLIP,
     ),
 ]
 
 
 @pytest.mark.parametrize(
     "form",
-    [pytest.param(f, id=f.name, marks=[leak(f.leaks)] if f.leaks else []) for f in FRAME_FORMS],
+    [pytest.param(f, id=f.name) for f in FRAME_FORMS],
 )
 def test_dataframe_secret_in_the_data(
     form: FrameForm,
@@ -601,7 +543,6 @@ class MongoForm:
     shown: Callable[[Any, DataSecrets], bool]
     pipeline: list[dict[str, Any]] | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    leaks: str | None = None
 
     @property
     def collection(self) -> str:
@@ -651,7 +592,6 @@ MONGO_FORMS = [
         lambda v: {"_id": 1, "keys": {v.token: 1}},
         lambda v: v.token,
         lambda t, v: f"keys.{R}" in t.df.columns,
-        leaks=CATALOG,
     ),
     MongoForm(
         "value needing escapes in a JSON cell",
@@ -663,8 +603,7 @@ MONGO_FORMS = [
         "binary",
         lambda v: {"_id": 1, "raw": _binary(v.blob())},
         lambda v: v.token,
-        lambda t, v: R in str(_cell(t, "raw")),
-        leaks=BINARY,
+        lambda t, v: R.encode() in base64.b64decode(_cell(t, "raw")),  # redacted, then encoded
     ),
     MongoForm(
         "split by the value clip",
@@ -672,7 +611,6 @@ MONGO_FORMS = [
         lambda v: v.token,
         lambda t, v: _cell(t, "long").endswith(CLIP_MARK),
         options={"max_value_bytes": MAX_VALUE_BYTES},
-        leaks=CLIP,
     ),
 ]
 
@@ -699,7 +637,7 @@ def mongo_vault(values: DataSecrets) -> Iterator[tuple[Any, str]]:
 
 @pytest.mark.parametrize(
     "form",
-    [pytest.param(f, id=f.name, marks=[leak(f.leaks)] if f.leaks else []) for f in MONGO_FORMS],
+    [pytest.param(f, id=f.name) for f in MONGO_FORMS],
 )
 def test_mongo_secret_in_the_data(
     form: MongoForm,
@@ -848,7 +786,6 @@ def _mcp_sent(raw: Any, secret: str) -> bool:
             "vault_settings",
             lambda t: R in t.tool_results[0].content,
             id="one JSON object",
-            marks=leak(ESCAPED),
         ),
     ],
 )

@@ -50,7 +50,7 @@ from relay_nb.connectors.http.fetch import Deadline, Fetched
 from relay_nb.connectors.http.jsonscan import ListHead, scan_json, whole
 from relay_nb.connectors.results import QueryResult, frame_from_records, preview_for_model
 from relay_nb.errors import QueryExecutionError
-from relay_nb.redaction import known_secrets, redact
+from relay_nb.redaction import redact
 
 __all__ = ["decode_response"]
 
@@ -264,15 +264,7 @@ def _compact_head(meta: dict[str, Any], limit: int) -> str:
         size += len(piece)
         if size > limit + _REDACT_MARGIN:
             break
-    return _clip(_redact_json_text("".join(pieces)), limit)
-
-
-def _redact_json_text(text: str) -> str:
-    """``redact`` for JSON text: a secret holding a quote, a backslash or a control character
-    appears there escaped, so its escaped form is replaced too."""
-    secrets = known_secrets()
-    escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets} - set(secrets)
-    return redact(text, extra=escaped)
+    return _clip(redact("".join(pieces)), limit)
 
 
 def _csv_frame(text: str, row_limit: int, budget: ResultBudget) -> _Decoded | None:

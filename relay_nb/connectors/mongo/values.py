@@ -30,6 +30,7 @@ from relay_nb.connectors.bounds import ResultBudget
 from relay_nb.connectors.mongo.extjson import ExtendedJsonError, decode_object
 from relay_nb.connectors.results import frame_from_records
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.redaction import redact
 
 __all__ = ["canonical_json", "documents_frame", "parse_json_input", "to_plain"]
 
@@ -169,7 +170,8 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Binary) and value.subtype in (3, 4) and len(value) == 16:
         return str(uuid.UUID(bytes=bytes(value)))
     if isinstance(value, (bytes, Binary)):
-        return base64.b64encode(bytes(value)).decode("ascii")
+        # redacted before encoding: base64 hides a secret from every later redaction
+        return base64.b64encode(redact(bytes(value))).decode("ascii")
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, Regex):
