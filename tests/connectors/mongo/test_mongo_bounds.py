@@ -9,10 +9,9 @@ every inserted document for an hour (3600 s retention, 100,000 entries); a handf
 included) and dropping them does not give the oplog's copies back. Documents are at most
 16 MiB there (``maxBsonObjectSize``), a batch at most 16 MiB, a message 48 MB.
 
-The peak memory of a read is measured in a fresh process (``rss_probe.py``: the peak resident
-size ``ru_maxrss`` reports, read as ``VmHWM`` since a child of pytest starts its
-``ru_maxrss`` at pytest's size): plain pymongo's ``list(cursor)`` is shown to hold far more
-than the 16 MiB cap first, so the connector's bound cannot hold vacuously.
+The peak memory of a read is measured in a fresh process (``rss_probe.py``, with
+:class:`relay_nb.testing.memory.PeakGrowth`): plain pymongo's ``list(cursor)`` is shown to
+hold far more than the 16 MiB cap first, so the connector's bound cannot hold vacuously.
 """
 
 from __future__ import annotations
