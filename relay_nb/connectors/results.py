@@ -21,7 +21,7 @@ import datetime as dt
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import pandas as pd
@@ -140,7 +140,7 @@ _REDACTABLE = (str, bytes, bytearray, memoryview, dict, list, tuple)
 
 
 def frame_from_records(
-    records: Sequence[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]],
     *,
     max_depth: int = 1,
     max_columns: int = DEFAULT_MAX_COLUMNS,
@@ -152,7 +152,8 @@ def frame_from_records(
     deeper objects and lists stay one cell each, serialised as compact JSON so the frame
     holds only scalars (a list cell cannot be sorted, grouped or shown in a pager).
     At most ``max_columns`` columns are kept, in order of first appearance: a record with
-    tens of thousands of keys costs a walk of its keys, not a DataFrame column each. Rows go
+    tens of thousands of keys costs a walk of its keys, not a DataFrame column each. Records
+    are taken one at a time (a generator is read only as far as the budget allows) and go
     through ``budget`` (values clipped, stop at the result's byte limit); what was left out
     is added to its notes. Callers convert driver types (ObjectId, Decimal128…) first.
     """
@@ -165,6 +166,7 @@ def frame_from_records(
     for record in records:
         flat: dict[str, Any] = {}
         _flatten(record, "", 0, max_depth, flat)
+        del record  # the next one is read while this one would still be held
         for name in flat:
             if name in columns or name in dropped:
                 continue

@@ -62,9 +62,15 @@ def tool_result(
     records = records_in(structured)
     if records is not None:
         call = json.dumps({"tool": tool, "arguments": dict(arguments)}, default=str)
-        budget = ResultBudget(max_value_bytes, max_result_bytes, unit="records")
+        budget = ResultBudget(
+            max_value_bytes,
+            max_result_bytes,
+            unit="records",
+            narrow="ask the tool for fewer records or fields",
+            shorten="ask the tool for shorter values",
+        )
         redacted = (redact(record, extra=secrets) for record in records)  # those taken only
-        frame = frame_from_records(redacted, budget=budget)  # type: ignore[arg-type]
+        frame = frame_from_records(redacted, budget=budget)
         query = QueryResult(
             df=frame,
             executed_sql=call,

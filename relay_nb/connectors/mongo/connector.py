@@ -289,7 +289,13 @@ class MongoConnector(Connector):
         budget is spent; closing the cursor then stops the server sending the rest."""
         from pymongo.errors import PyMongoError
 
-        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes, unit="documents")
+        budget = ResultBudget(
+            self.max_value_bytes,
+            self.max_result_bytes,
+            unit="documents",
+            narrow="project fewer fields, filter, or aggregate ($group, $count)",
+            shorten="project a part ($substrCP) or the length ($strLenCP) instead",
+        )
         reading = Reading()
         database = self.client[self.database_name]
         started = time.perf_counter()

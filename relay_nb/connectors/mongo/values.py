@@ -201,4 +201,4 @@ def documents_frame(
     (long values clipped, no document taken once the budget is spent), so a cursor passed
     here is read no further than the budget allows."""
     plain = (to_plain(doc) for doc in documents)
-    return frame_from_records(plain, max_depth=max_depth, budget=budget)  # type: ignore[arg-type]
+    return frame_from_records(plain, max_depth=max_depth, budget=budget)
