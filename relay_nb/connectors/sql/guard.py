@@ -10,11 +10,17 @@ has none of those ambiguities, and whatever the parser did not understand is ref
 The pipeline, each step a small function::
 
     tokenize -> refuse executable comments -> one statement -> leading keyword
+      -> nesting depth and array subscripts bounded (on tokens, before the parser recurses)
       -> parse (again with comments as spaces, if only they split ``ORDER /* … */ BY``)
       -> query root -> walk every node (statements, commands, INTO, locks, hints,
-         variables, functions, table functions, tables with CTE scoping)
-      -> tables against the allowlist -> LIMIT injected/clamped -> generate
+         variables, functions, table functions, tables with CTE scoping, tree depth)
+      -> tables against the allowlist -> LIMIT injected/clamped -> generate (within a budget)
     then the same pipeline again over the generated text, which must reproduce it exactly
+
+Every step costs time and memory linear in the input (DESIGN §11): the bounds in
+:mod:`~relay_nb.connectors.sql.guard_rules` (``MAX_*``) cut off the shapes that would not be
+(deep nesting, chained subscripts, rewrites that repeat their arguments), and
+``tests/connectors/test_guard_cost.py`` measures each shape near the size limit.
 
 Every refusal is ``UnsafeQueryError(rule, message)``; the rule names are in :data:`RULES` and
 are stable, the message tells the model what to change; it may name the offending table or
@@ -34,10 +40,9 @@ from functools import cache, lru_cache
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
-from sqlglot.errors import ErrorLevel
 
+from relay_nb.connectors.sql import guard_output, guard_text
 from relay_nb.connectors.sql import guard_rules as rules
-from relay_nb.connectors.sql import guard_text
 from relay_nb.connectors.sql.guard_limit import apply_limit
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy, policy_for
 from relay_nb.connectors.sql.policies.base import node_word
@@ -96,6 +101,7 @@ def guard_query(
         allowed_tables=allowed_tables,
         default_schema=default_schema,
         row_limit=row_limit,
+        bounds=_INPUT,
     )
     _refuse_unfaithful_output(first, allowed_tables, default_schema, row_limit, dialect)
     return first
@@ -108,17 +114,23 @@ def _guard_once(
     allowed_tables: Collection[tuple[str | None, str]],
     default_schema: str | None,
     row_limit: int,
+    bounds: tuple[int, int],
 ) -> GuardedQuery:
-    """One pass of the pipeline; :func:`guard_query` runs it twice."""
+    """One pass of the pipeline; :func:`guard_query` runs it twice (the second time over the
+    generated text, which may be longer than the input was: ``bounds`` on characters and
+    tokens)."""
     if row_limit < 1:
         raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
     engine = _dialect(dialect)
     policy = policy_for(dialect)
-    guard_text.refuse_unreadable_text(sql)
-    tokens = guard_text.tokenize(sql, engine)
+    max_chars, max_tokens = bounds
+    guard_text.refuse_unreadable_text(sql, max_chars)
+    tokens = guard_text.tokenize(sql, engine, max_tokens)
     guard_text.refuse_executable_comments(sql, tokens)
     statement = guard_text.single_statement(tokens)
     guard_text.refuse_leading_keyword(statement[0], policy.leading_keywords)
+    guard_text.refuse_deep_nesting(statement)
+    guard_text.refuse_costly_subscripts(statement, engine)
     tree = guard_text.parse_statement(sql, statement, engine)
     query = _query_root(tree)
     found = _walk(tree, engine, policy)
@@ -129,13 +141,18 @@ def _guard_once(
     )
     limit, injected, clamped = apply_limit(query, row_limit)
     return GuardedQuery(
-        sql=_generate(tree, engine),
+        sql=guard_output.generate(tree, engine, nodes=found.nodes),
         tables=tables,
         limit=limit,
         limit_injected=injected,
         limit_clamped=clamped,
         unvetted_functions=tuple(dict.fromkeys(found.unvetted)),
     )
+
+
+_INPUT = (rules.MAX_SQL_CHARS, rules.MAX_TOKENS)
+_OUTPUT = (rules.MAX_OUTPUT_CHARS, 2 * rules.MAX_TOKENS)
+"""(characters, tokens): the model's text, and the generated text the second pass reads."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,38 +202,89 @@ def _walk(tree: exp.Expr, engine: Dialect, policy: type[GuardPolicy]) -> Finding
     identifier rules. Anything else is checked as a base table, so a CTE can shadow an allowed
     table but can never smuggle a non-allowed one through. Every node goes to the family's
     rules for its kind (``policy.check``).
+
+    What a node sees is a :class:`_Scope` position, shared by every node under it: memory and
+    time stay linear in the query however many CTEs it has (a set of visible names per CTE was
+    quadratic: 4,000 CTEs in 100 KB cost 390 MB).
     """
     found = Findings()
     strategy = engine.normalization_strategy
-    recursive_terms: dict[int, frozenset[str]] = {}
-    stack: list[tuple[exp.Expr, frozenset[str]]] = [(tree, frozenset())]
+    recursive_terms: dict[int, _Scope] = {}
+    stack: list[tuple[exp.Expr, _Scope | None, int]] = [(tree, None, 0)]
     while stack:
-        node, visible = stack.pop()
+        node, scope, depth = stack.pop()
+        found.nodes += 1
         if recursive_terms:
-            visible = recursive_terms.get(id(node), visible)
+            scope = recursive_terms.get(id(node), scope)
         kind = _node_kind(type(node))
         if kind:
             policy.check(node, kind, found)
             if kind == "table":
-                _note_table(node, visible, strategy, policy, found)  # type: ignore[arg-type]
+                _note_table(node, scope, strategy, policy, found)  # type: ignore[arg-type]
+        if depth >= rules.MAX_TREE_DEPTH:
+            found.add(0, "parse_error", _TOO_DEEP)
+            continue  # nothing below is generated: the query is refused
         with_ = node.args.get("with_")
         if isinstance(with_, exp.With):
-            visible = _push_ctes(with_, visible, strategy, stack, recursive_terms)
+            scope = _push_ctes(with_, scope, depth, strategy, stack, recursive_terms)
+        chain = type(node) if isinstance(node, _ITERATED_CHAINS) else None
         for value in node.args.values():
             if type(value) is list:
-                stack.extend((v, visible) for v in value if isinstance(v, exp.Expr))
+                stack.extend((v, scope, depth + 1) for v in value if isinstance(v, exp.Expr))
             elif isinstance(value, exp.Expr) and value is not with_:
-                stack.append((value, visible))
+                stack.append((value, scope, depth if type(value) is chain else depth + 1))
     return found
+
+
+_ITERATED_CHAINS = (
+    exp.And, exp.Or, exp.Add, exp.Sub, exp.Mul, exp.DPipe, exp.EQ, exp.NEQ, exp.GT, exp.GTE,
+    exp.LT, exp.LTE, exp.Is, exp.Like, exp.SetOperation,
+)  # fmt: skip
+"""Nodes sqlglot's generator writes in a loop when they chain with their own kind (``a AND b
+AND …``, ``… UNION ALL …``): a link between two of the same kind adds no level of recursion,
+so thousands of conditions or branches stay allowed (test_guard_cost.py checks the loop)."""
+
+_TOO_DEEP = (
+    f"the query nests more than {rules.MAX_TREE_DEPTH} levels deep (subqueries, chained "
+    "casts or field accesses); flatten it, e.g. with CTEs"
+)
+
+
+class _Scope:
+    """A position in the chain of WITH clauses: the CTEs of one WITH before ``limit``, then
+    whatever the position around that WITH sees (``outer``).
+
+    One ``names`` dict per WITH, one small object per CTE: a lookup walks the enclosing WITHs,
+    as the database does, instead of every node carrying a copy of every visible name.
+    """
+
+    __slots__ = ("limit", "names", "outer")
+
+    def __init__(self, names: dict[str, int], limit: int, outer: _Scope | None) -> None:
+        self.names = names
+        """Each CTE name of the WITH, by its first index."""
+        self.limit = limit
+        """CTEs at an index below this are visible."""
+        self.outer = outer
+
+    def sees(self, key: str) -> bool:
+        scope: _Scope | None = self
+        while scope is not None:
+            index = scope.names.get(key)
+            if index is not None and index < scope.limit:
+                return True
+            scope = scope.outer
+        return False
 
 
 def _push_ctes(
     with_: exp.With,
-    visible: frozenset[str],
+    outer: _Scope | None,
+    depth: int,
     strategy: NormalizationStrategy,
-    stack: list[tuple[exp.Expr, frozenset[str]]],
-    recursive_terms: dict[int, frozenset[str]],
-) -> frozenset[str]:
+    stack: list[tuple[exp.Expr, _Scope | None, int]],
+    recursive_terms: dict[int, _Scope],
+) -> _Scope:
     """Queue each CTE with the names it can see; return the names the main query sees.
 
     CTE *i* sees the CTEs before it. Under RECURSIVE only the recursive term (the last branch
@@ -224,15 +292,16 @@ def _push_ctes(
     FROM s)`` and the anchor branch to the *base table* ``s``. Forward references (SQLite
     resolves them to the later CTE) are checked as base tables: refusing is the safe error.
     """
-    names = [_identifier_key(cte.args["alias"].this, strategy) for cte in with_.expressions]
+    names: dict[str, int] = {}
+    for index, cte in enumerate(with_.expressions):
+        names.setdefault(_identifier_key(cte.args["alias"].this, strategy), index)
     recursive = bool(with_.args.get("recursive"))
     for i, cte in enumerate(with_.expressions):
-        earlier = visible | set(names[:i])
         body = cte.this
         if recursive and isinstance(body, exp.SetOperation) and body.expression is not None:
-            recursive_terms[id(body.expression)] = earlier | {names[i]}
-        stack.append((cte, earlier))
-    return visible | set(names)
+            recursive_terms[id(body.expression)] = _Scope(names, i + 1, outer)
+        stack.append((cte, _Scope(names, i, outer), depth + 2))
+    return _Scope(names, len(with_.expressions), outer)
 
 
 _ALWAYS_FOLDED = (
@@ -258,7 +327,7 @@ def _identifier_key(identifier: exp.Expr, strategy: NormalizationStrategy) -> st
 
 def _note_table(
     table: exp.Table,
-    visible: frozenset[str],
+    scope: _Scope | None,
     strategy: NormalizationStrategy,
     policy: type[GuardPolicy],
     found: Findings,
@@ -270,7 +339,7 @@ def _note_table(
         return  # ROWS FROM (…) or a table function: checked as functions
     bare = isinstance(this, exp.Identifier) and not table.args.get("db")
     if bare and not table.args.get("catalog"):
-        if _identifier_key(this, strategy) in visible:
+        if scope is not None and scope.sees(_identifier_key(this, strategy)):
             return  # a CTE in scope
         if not this.quoted and guard_text.fold(this.name) in policy.pseudo_tables:
             # MySQL's DUAL is no table; sqlglot would quote it as `dual`, which is one
@@ -406,6 +475,7 @@ def _refuse_unfaithful_output(
             allowed_tables=allowed_tables,
             default_schema=default_schema,
             row_limit=row_limit,
+            bounds=_OUTPUT,
         )
     except UnsafeQueryError:
         second = None
@@ -414,20 +484,4 @@ def _refuse_unfaithful_output(
             "unfaithful_rewrite",
             "the query could not be re-serialised so that it means the same; rewrite it "
             "with plain SQL (no unusual functions, operators or names)",
-        )
-
-
-def _generate(tree: exp.Expr, engine: Dialect) -> str:
-    """Serialise in the same dialect; comments dropped, function names left as written.
-
-    ``unsupported_level=RAISE``: if the generator cannot express a node faithfully in this
-    dialect, refusing beats running something else.
-    """
-    try:
-        options = {"comments": False, "normalize_functions": False}
-        return engine.generate(tree, copy=False, unsupported_level=ErrorLevel.RAISE, **options)
-    except Exception as error:  # UnsupportedError, or a generator bug: never run a guess
-        guard_text.refuse(
-            "parse_error",
-            f"the query uses syntax that cannot be reproduced safely ({type(error).__name__})",
         )

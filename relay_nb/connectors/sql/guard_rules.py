@@ -58,7 +58,12 @@ __all__ = [
     "FILE_PREFIXES",
     "FILE_WORDS",
     "PATH_LIKE_TABLE",
+    "MAX_NESTING",
+    "MAX_OUTPUT_CHARS",
     "MAX_SQL_CHARS",
+    "MAX_SUBSCRIPT_TOKENS",
+    "MAX_TOKENS",
+    "MAX_TREE_DEPTH",
     "SELECT_CLAUSE_REFUSALS",
     "SAFE_FUNCTIONS",
     "STATEMENT_KEYWORDS",
@@ -149,6 +154,32 @@ SELECT_CLAUSE_REFUSALS: dict[str, str] = {"settings": "settings", "options": "hi
 MAX_SQL_CHARS = 100_000
 """Longer input is refused before tokenising: no analytic query needs it, and it bounds the
 work a hostile input can make the guard do."""
+
+MAX_TOKENS = 50_000
+"""More tokens are refused before parsing: the tree (~500 bytes a node, about one and a half
+nodes a token) is what the guard's memory grows with, and the densest 100,000 characters
+(``a+a+…``) would be 100,000 tokens. Typical SQL has four or five characters a token."""
+
+MAX_NESTING = 64
+"""Brackets, ``CASE … END`` and pending prefix operators (``NOT``, ``-``) open at once, counted
+on tokens before parsing: sqlglot's parser and generator recurse once per level, and past
+Python's recursion limit (or, with a raised limit, the C stack) a deep input would crash the
+kernel instead of being refused. Analytic queries stay far below it."""
+
+MAX_TREE_DEPTH = 256
+"""Levels of the parsed tree, not counting the chains sqlglot generates iteratively (``a AND b
+AND c``, ``UNION`` branches): postfix chains (``x::int::int``, ``a.b.c``) nest without brackets."""
+
+MAX_SUBSCRIPT_TOKENS = 4_000
+"""Tokens under array subscripts, summed over the subscripts: in dialects whose arrays start
+at 1 sqlglot's parser infers the type of every subscripted operand (``x[1]``) while parsing,
+~20 µs a node, so nested or chained subscripts (``a[1][1][1]``) cost quadratic time."""
+
+MAX_OUTPUT_CHARS = 4 * MAX_SQL_CHARS
+"""The re-serialised query may be longer than the input (``CAST(x AS INT)`` for ``x::int``, an
+explicit ``AS``, SQLite's ``CROSS JOIN`` for a comma, the LIMIT: up to three times), but not
+beyond this: generation that grows past it is stopped. The second pass reads it with twice
+the input's token bound."""
 
 # Helper nodes defined next to the statements in sqlglot's ddl/dml modules that also appear
 # inside ordinary queries and are harmless there.

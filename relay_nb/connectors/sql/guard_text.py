@@ -23,6 +23,8 @@ __all__ = [
     "fold",
     "parse_statement",
     "refuse",
+    "refuse_costly_subscripts",
+    "refuse_deep_nesting",
     "refuse_executable_comments",
     "refuse_leading_keyword",
     "refuse_unreadable_text",
@@ -64,19 +66,23 @@ def short(text: str, size: int = 40) -> str:
 # Tokens: comments, statements, leading keyword
 
 
-def refuse_unreadable_text(sql: str) -> None:
-    """Refuse what drivers would not read as the guard did: a NUL ends a C string (libpq)."""
+def refuse_unreadable_text(sql: str, max_chars: int = rules.MAX_SQL_CHARS) -> None:
+    """Refuse what drivers would not read as the guard did: a NUL ends a C string (libpq);
+    and text longer than ``max_chars`` (the input's bound, or the re-serialised text's)."""
     if "\x00" in sql:
         refuse("parse_error", "the query contains a NUL character; remove it")
-    if len(sql) > rules.MAX_SQL_CHARS:
-        refuse("parse_error", f"the query is longer than {rules.MAX_SQL_CHARS} characters")
+    if len(sql) > max_chars:
+        refuse("parse_error", f"the query is longer than {max_chars} characters")
 
 
-def tokenize(sql: str, engine: Dialect) -> list[Token]:
+def tokenize(sql: str, engine: Dialect, max_tokens: int = rules.MAX_TOKENS) -> list[Token]:
     try:
-        return engine.tokenize(sql)
+        tokens = engine.tokenize(sql)
     except SqlglotError:
         refuse("parse_error", "could not tokenise: unterminated string, identifier or comment?")
+    if len(tokens) > max_tokens:
+        refuse("parse_error", f"the query has more than {max_tokens} tokens; shorten it")
+    return tokens
 
 
 def refuse_executable_comments(sql: str, tokens: Sequence[Token]) -> None:
@@ -115,6 +121,111 @@ def single_statement(tokens: Sequence[Token]) -> list[Token]:
     if len(non_empty) > 1:
         refuse("multiple_statements", f"found {len(non_empty)} statements; send exactly one")
     return non_empty[0]
+
+
+_OPENERS = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
+_CLOSERS = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
+_PREFIX_OPERATORS = frozenset(
+    {
+        TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE, TokenType.RLIKE,
+        TokenType.EXCLAMATION, TokenType.PIPE_SLASH, TokenType.DPIPE_SLASH, TokenType.EXISTS,
+        TokenType.INTERVAL, TokenType.ANY, TokenType.ALL, TokenType.SOME, TokenType.PARAMETER,
+    }
+)  # fmt: skip
+"""Tokens that may prefix an operand (``NOT NOT x``, ``- - 1``): each one the parser recurses
+into until its operand ends."""
+
+
+def refuse_deep_nesting(tokens: Sequence[Token]) -> None:
+    """Refuse more than :data:`~guard_rules.MAX_NESTING` levels open at once, before parsing.
+
+    A level is a bracket or ``CASE`` not yet closed, or a prefix operator whose operand has
+    not ended (the next operand or closer at its level ends it). This over-approximates the
+    recursion of sqlglot's parser and generator, so the refusal is a clean ``parse_error``
+    whatever Python's recursion limit, never a ``RecursionError`` or a crashed kernel.
+    """
+    pending = [0]  # per open level: prefix operators still waiting for their operand
+    depth = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind in _OPENERS:
+            pending.append(0)
+            depth += 1
+        elif kind in _CLOSERS:
+            if len(pending) > 1:
+                depth -= 1 + pending.pop()
+            depth -= pending[-1]  # the bracket was the operand of these
+            pending[-1] = 0
+        elif kind in _PREFIX_OPERATORS:
+            pending[-1] += 1
+            depth += 1
+        else:
+            depth -= pending[-1]
+            pending[-1] = 0
+        if depth > rules.MAX_NESTING:
+            refuse(
+                "parse_error",
+                f"the query nests more than {rules.MAX_NESTING} levels deep (brackets, CASE, "
+                "NOT …); flatten it, e.g. with CTEs",
+            )
+
+
+def refuse_costly_subscripts(tokens: Sequence[Token], engine: Dialect) -> None:
+    """Refuse array subscripts whose operands add up to more than
+    :data:`~guard_rules.MAX_SUBSCRIPT_TOKENS` tokens, in dialects whose arrays start at 1.
+
+    There sqlglot's parser infers the operand's type at every ``[…]`` to shift the index,
+    walking the operand again: ``a[1][1]…`` or ``((x)[1] + y)[1]`` cost quadratic time
+    (2,000 chained subscripts took 70 s). The operand of ``x[…]`` is ``x``; of ``…)[…]`` the
+    bracketed expression (and the function named before it); of ``…][…]`` the previous
+    subscript's operand, so a chain counts every link again, as the parser does.
+    """
+    if not engine.INDEX_OFFSET or not any(t.token_type is TokenType.L_BRACKET for t in tokens):
+        return
+    openers: list[int] = []
+    matching: dict[int, int] = {}  # closer -> its opener
+    operand: dict[int, int] = {}  # a subscript's "]" -> where its operand starts
+    total = 0
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE):
+            openers.append(i)
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE) and openers:
+            opener = matching[i] = openers.pop()
+            if kind is TokenType.R_BRACKET and tokens[opener].token_type is TokenType.L_BRACKET:
+                start = _subscript_operand(tokens, opener, matching, operand)
+                if start is not None:
+                    operand[i] = start
+                    total += i - start
+        if total > rules.MAX_SUBSCRIPT_TOKENS:
+            refuse(
+                "parse_error",
+                "the query's array subscripts are too many or too deeply chained; select "
+                "the elements in a CTE first",
+            )
+
+
+_OPERAND_TOKENS = frozenset(
+    {TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING, TokenType.NUMBER}
+)
+
+
+def _subscript_operand(
+    tokens: Sequence[Token], opener: int, matching: dict[int, int], operand: dict[int, int]
+) -> int | None:
+    """Where the operand of the subscript opened at ``opener`` starts; ``None`` for an array
+    constructor (``ARRAY[…]``, DuckDB's ``[1, 2]``), which the parser does not type."""
+    if opener == 0:
+        return None
+    before = opener - 1
+    kind = tokens[before].token_type
+    if kind is TokenType.R_BRACKET:
+        return operand.get(before, matching.get(before, before))
+    if kind is TokenType.R_PAREN:
+        start = matching.get(before, before)
+        named = start > 0 and tokens[start - 1].token_type in _OPERAND_TOKENS
+        return start - 1 if named else start
+    return before if kind in _OPERAND_TOKENS else None
 
 
 def refuse_leading_keyword(first: Token, allowed: frozenset[str]) -> None:

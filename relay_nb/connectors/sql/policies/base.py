@@ -53,10 +53,12 @@ class _Violation:
 
 @dataclass
 class Findings:
-    """What the walk found: violations (the most fundamental is raised) and base tables."""
+    """What the walk found: violations (the most fundamental is raised), base tables, and the
+    number of nodes it visited (the generator's budget is linear in it)."""
 
     violations: list[_Violation] = field(default_factory=list)
     tables: list[exp.Table] = field(default_factory=list)
+    nodes: int = 0
     unvetted: list[str] = field(default_factory=list)
     """Functions called that sqlglot does not know (an extension's, a user's): nothing says
     they leave no state on the session, so the session is reset after the query."""
