@@ -102,8 +102,23 @@ def refuse_statements(node: exp.Expr, policy: type[GuardPolicy], found: Findings
 
 
 def bodies_are_queries(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
-    if not isinstance(node.this, _BODY_CLASSES):
-        found.add(0, "forbidden_statement", "every CTE and subquery must be a SELECT")
+    """A CTE or subquery holds a query, never a statement or a command.
+
+    A parenthesised join, ``FROM (a JOIN b ON …)`` or ``LEFT JOIN (b JOIN c ON …) ON …``,
+    parses as a subquery around a table that carries the joins: it is a table reference, not
+    a body, and every table in it is walked and checked against the allowlist as any other.
+    """
+    if isinstance(node.this, _BODY_CLASSES) or _parenthesised_join(node):
+        return
+    found.add(0, "forbidden_statement", "every CTE and subquery must be a SELECT")
+
+
+def _parenthesised_join(node: exp.Expr) -> bool:
+    return (
+        isinstance(node, exp.Subquery)
+        and isinstance(node.this, exp.Table)
+        and isinstance(node.parent, exp.From | exp.Join | exp.Subquery)
+    )
 
 
 def refuse_select_clauses(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
