@@ -55,6 +55,7 @@ def connector(shop_db):
 async def test_adversarial_payloads_are_refused_and_change_nothing(shop_db, connector):
     (tool,) = [t for t in connector.tools() if t.name == "query_shop"]
     entries = _entries("adversarial.yaml", shop_db.dialect)
+    entries += _entries("value_sizes.yaml", shop_db.dialect)
     assert len(entries) >= 60
 
     targets = {name for e in entries for name in re.findall(r"/tmp/([\w.-]+)", e["sql"])}

@@ -41,7 +41,11 @@ from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 
-from relay_nb.connectors.sql import guard_output, guard_text
+from relay_nb.connectors.sql import (
+    dialects,  # noqa: F401 - registers "mariadb" with sqlglot
+    guard_output,
+    guard_text,
+)
 from relay_nb.connectors.sql import guard_rules as rules
 from relay_nb.connectors.sql.guard_limit import apply_limit
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy, policy_for
@@ -56,6 +60,7 @@ RULES: frozenset[str] = frozenset(
         "forbidden_command", "select_into", "locking_clause", "optimizer_hint", "server_variable",
         "executable_comment", "forbidden_function", "file_access", "table_function_not_allowed",
         "table_not_allowed", "unsupported_limit", "unfaithful_rewrite", "unsafe_identifier",
+        "value_too_large",
     }
 )  # fmt: skip
 """Every rule the guard can raise. Stable: tests, prompts and logs rely on these strings."""
@@ -134,6 +139,7 @@ def _guard_once(
     tree = guard_text.parse_statement(sql, statement, engine)
     query = _query_root(tree)
     found = _walk(tree, engine, policy)
+    policy.check(tree, "tree", found)  # rules over the whole query (the value-size rule)
     found.raise_first()
     strategy = engine.normalization_strategy
     tables = _check_tables(

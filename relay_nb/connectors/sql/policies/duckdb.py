@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from relay_nb.connectors.sql import guard_rules as shared
 from relay_nb.connectors.sql.guard_size_model import SizeLimits, SizeRule, size_table
+from relay_nb.connectors.sql.guard_sizes import bound_value_sizes
 from relay_nb.connectors.sql.policies.base import GuardPolicy
 
 __all__ = ["DuckDBPolicy"]
@@ -23,6 +24,7 @@ class DuckDBPolicy(GuardPolicy):
     dialects = ("duckdb",)
     table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset({"json_each", "json_tree"})
     embedded = True
+    rules = (*GuardPolicy.rules, ("tree", bound_value_sizes))
 
     size_limits: ClassVar[SizeLimits] = SizeLimits()
     """The bounds of the value-size rule (defaults: 64 KiB and 64 copies per value, 256 KiB
