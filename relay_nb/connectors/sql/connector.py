@@ -26,7 +26,7 @@ from relay_nb.connectors.bounds import (
     describe_bytes,
 )
 from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
-from relay_nb.connectors.sql.dialects import sqlglot_dialect
+from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
 from relay_nb.connectors.sql.fetch import is_oversized
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
@@ -202,6 +202,7 @@ class SQLConnector(Connector):
     def _introspect(self) -> Catalog:
         try:
             with open_connection(self.engine) as conn:
+                self.dialect = guard_dialect(self.engine.dialect)  # MariaDB: known once connected
                 return introspect(conn, schemas=self._schemas, tables=self._tables)
         except DatabaseUnavailable as exc:
             raise QueryExecutionError(
