@@ -198,3 +198,32 @@ def test_every_catalog_type_is_refused_as_a_cast(type_name: str) -> None:
         with pytest.raises(UnsafeQueryError) as caught:
             _guard(sql, "postgres")
         assert caught.value.rule == "table_not_allowed"
+
+
+def test_duckdb_s_postgres_catalog_helpers_reveal_nothing(duckdb_shop) -> None:
+    """Why DuckDB has no catalog-* payloads: its PostgreSQL-compatible helpers are macros
+    that answer the same for a hidden table as for none (and it has no regclass type). They
+    are refused there all the same (shared list); if DuckDB starts answering, this fails."""
+    import duckdb
+
+    con = duckdb.connect(str(duckdb_shop), read_only=True)
+    try:
+        for template in (
+            "SELECT obj_description({oid}, 'pg_class')",
+            "SELECT col_description({oid}, 1)",
+            "SELECT has_table_privilege('{name}', 'SELECT')",
+            "SELECT has_column_privilege('{name}', 'api_key', 'SELECT')",
+        ):
+            seen = con.execute(template.format(oid=_duckdb_oid(con), name="secrets")).fetchall()
+            control = con.execute(template.format(oid=-1, name="no_such_table_x")).fetchall()
+            assert seen == control, template
+        with pytest.raises(duckdb.CatalogException):
+            con.execute("SELECT 'secrets'::regclass")
+    finally:
+        con.close()
+
+
+def _duckdb_oid(con) -> int:
+    query = "SELECT table_oid FROM duckdb_tables() WHERE table_name = 'secrets'"
+    (oid,) = con.execute(query).fetchone()
+    return oid
