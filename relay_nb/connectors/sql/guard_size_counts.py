@@ -48,8 +48,11 @@ NEVER = Size(-1)
 """The bound of ``error(…)``: it never returns a value (a ``CASE`` branch that can be skipped)."""
 
 _VOLATILE = frozenset(
-    {"random", "rand", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "setseed", "nextval"}
-)
+    {
+        "random", "rand", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "setseed", "nextval",
+        "randomblob",
+    }
+)  # fmt: skip
 _VOLATILE_CLASSES = (exp.Rand, exp.Randn, exp.Uuid, exp.Query, exp.Window)
 
 _LENGTHS = frozenset(
@@ -315,11 +318,18 @@ def _operand(node: exp.Expr) -> exp.Expr:
     return copy if isinstance(copy, atomic | exp.Identifier | exp.Null) else exp.Paren(this=copy)
 
 
-def clamp(count: exp.Expr, limit: int | exp.Expr) -> exp.Expr:
-    """Replace ``count`` by ``CASE WHEN count > K THEN K ELSE count END``; return the CASE."""
+def clamp(count: exp.Expr, limit: int | exp.Expr, *, as_integer: bool = False) -> exp.Expr:
+    """Replace ``count`` by ``CASE WHEN count > K THEN K ELSE count END``; return the CASE.
+
+    ``as_integer`` compares ``CAST(count AS INTEGER)``, the number a SQLite function reads
+    from its argument: SQLite orders any text above any number, so ``'5' > K`` is true.
+    """
     bound = exp.Literal.number(limit) if isinstance(limit, int) else limit
+    subject = _operand(count)
+    if as_integer:
+        subject = exp.Cast(this=subject, to=exp.DataType.build("INTEGER"))
     rewritten = exp.Case(
-        ifs=[exp.If(this=exp.GT(this=_operand(count), expression=bound), true=bound.copy())],
+        ifs=[exp.If(this=exp.GT(this=subject, expression=bound), true=bound.copy())],
         default=_operand(count),
     )
     count.replace(rewritten)

@@ -7,9 +7,12 @@ arguments (a method call's receiver first), already sized, and return the output
 
 - *bounded by their inputs*: ``part`` (a piece of one argument), ``widest`` (one of them),
   ``sum``, ``scale`` (a constant factor: ``hex`` x2, ``bin`` x8, ``url_encode`` x3),
-  ``concat``, ``split`` (a list of pieces), ``json`` (escaping: x6) …
-- *sized by a number*: ``repeat``, ``pad``, ``series``, ``resize``, ``bins``, ``bits`` — the
-  amplifiers; their counts go through :mod:`relay_nb.connectors.sql.guard_size_counts`;
+  ``concat``, ``split`` (a list of pieces); printed and escaped text — ``printed``,
+  ``json`` (escaping: x6), ``paths``, ``per_argument`` … — is in
+  :mod:`relay_nb.connectors.sql.guard_size_text`;
+- *sized by a number*: ``repeat``, ``pad``, ``series``, ``resize``, ``bins``, ``bits``,
+  ``bytes`` — the amplifiers; their counts go through
+  :mod:`relay_nb.connectors.sql.guard_size_counts`;
 - *sized by a pattern*: ``replace``, ``regexp_replace``, ``printf``, ``fmt``, ``strftime``;
 - *lambdas*: ``transform``, ``filter``, ``reduce``, ``invoke`` (the body runs per element);
 - *stored*: ``data`` (an aggregate's output or the schema's text: as large as what the
@@ -51,6 +54,15 @@ from relay_nb.connectors.sql.guard_size_patterns import (
     strftime,
 )
 from relay_nb.connectors.sql.guard_size_series import series
+from relay_nb.connectors.sql.guard_size_text import (
+    json_escape,
+    json_pretty,
+    json_transform,
+    markup,
+    paths,
+    per_argument,
+    printed,
+)
 
 __all__ = ["KINDS", "Call", "Context"]
 
@@ -60,6 +72,8 @@ class Context(Protocol):
 
     limits: SizeLimits
     sql_length: int
+    text_factor: int
+    """Bytes a value of unknown type prints as, per byte (the family's ``size_text_factor``)."""
 
     def value(self, node: exp.Expr) -> Val: ...
 
@@ -186,7 +200,7 @@ def _concat(call: Call) -> Val:
         return _concat_lists(call)
     size = Size()
     for val in call.vals:
-        size = size + as_text(val)
+        size = size + as_text(val, call.ctx.text_factor)
     return Val(size, TEXT)
 
 
@@ -194,7 +208,7 @@ def _concat_ws(call: Call) -> Val:
     separator = counts.payload(call.args[0], call.val(0)) if call.args else Size()
     size, pieces = Size(), Size(max(len(call.vals) - 2, 0))
     for val in call.vals[1:]:
-        size = size + as_text(val)
+        size = size + as_text(val, call.ctx.text_factor)
         if val.kind in (LIST, ANY):
             pieces = pieces + val.count()
     return Val(size + call.product(separator, pieces), TEXT)
@@ -241,39 +255,6 @@ def _per_item(call: Call) -> Val:
     return Val(call.product(one, items), ANY)
 
 
-def _json(call: Call) -> Val:
-    size = Size(64)
-    for val in call.vals:
-        size = size + val.size.scale(6)
-    return Val(size, TEXT)
-
-
-def _json_transform(call: Call) -> Val:
-    """``from_json(j, structure)``: extracted values are pieces of ``j``; each object may
-    also get one NULL field per key of the structure."""
-    structure = counts.literal_text(call.args[1]) if len(call.args) > 1 else None
-    if structure is None:
-        return Val(call.product(call.val(0).size, call.val(1).size.scale(8)))
-    fields = structure.count(":") + structure.count(",") + 1
-    return Val(call.val(0).size.scale(FIXED_BYTES + 8 * fields) + Size(len(structure)))
-
-
-def _json_pretty(call: Call) -> Val:
-    text = counts.literal_text(call.args[0]) if call.args else None
-    if text is None:
-        call.refuse(
-            "can grow with the square of the JSON's nesting depth; select the JSON as it is, "
-            "or json_extract the parts you need"
-        )
-    depth = deepest = 0
-    for char in text:
-        depth += char in "[{"
-        depth -= char in "]}"
-        deepest = max(deepest, depth)
-    values = text.count(",") + text.count(":") + text.count("[") + text.count("{") + 1
-    return Val(Size(len(text) + values * (4 * deepest + 2) + FIXED_BYTES), TEXT)
-
-
 def _cast(call: Call) -> Val:
     size = call.val(0).size.scale(8) + Size(FIXED_BYTES)
     for val in call.vals[1:]:
@@ -289,9 +270,13 @@ def _unnest(call: Call) -> Val:
 # Sized by a number
 
 
-def _clamped(call: Call, index: int, unit: Size, fix: str, *, check: bool) -> Size:
+def _clamped(
+    call: Call, index: int, unit: Size, fix: str, *, check: bool, as_integer: bool = False
+) -> Size:
     """``unit x count`` for the count in argument ``index``. A count that is not a constant
-    is rewritten when the bound does not fit: clamped (presentation) or checked (data)."""
+    is rewritten when the bound does not fit: clamped (presentation) or checked (data);
+    ``as_integer`` compares the count as the integer the function reads (SQLite, where the
+    text ``'5'`` sorts above every number)."""
     count = call.args[index]
     bound = call.bound(count)
     size = None
@@ -315,7 +300,7 @@ def _clamped(call: Call, index: int, unit: Size, fix: str, *, check: bool) -> Si
         message = f"value_too_large: {call.name}() would build more than {limit} elements; {fix}"
         counts.check(count, exp.Literal.number(limit), message)
     else:
-        counts.clamp(count, limit)
+        counts.clamp(count, limit, as_integer=as_integer)
     return unit.scale(limit)
 
 
@@ -370,6 +355,17 @@ def _bins(call: Call) -> Val:
     fix = "use fewer bins"
     size = _clamped(call, 2, Size(FIXED_BYTES), fix, check=True) if len(call.args) > 2 else Size()
     return Val(size + Size(FIXED_BYTES), LIST, None, Val(Size(FIXED_BYTES), FIXED))
+
+
+def _bytes(call: Call) -> Val:
+    """``zeroblob(n)``, ``randomblob(n)``: n bytes (parameter 1: the count's argument). SQLite
+    has no ``error()`` to fail a count with, so one that is not known in advance is clamped
+    (as bars and padding are; ``replace(hex(zeroblob(n)), '00', '#')`` is SQLite's bar)."""
+    index = call.param(1)
+    if len(call.args) <= index:
+        return Val(Size(1), TEXT)
+    size = _clamped(call, index, Size(1), "use a smaller size", check=False, as_integer=True)
+    return Val(size.join(Size(1)), TEXT)  # randomblob(0) is one byte
 
 
 def _bits(call: Call) -> Val:
@@ -512,9 +508,13 @@ KINDS: dict[str, Callable[[Call], Val]] = {
     "zip": _zip,
     "split": _split,
     "per_item": _per_item,
-    "json": _json,
-    "json_transform": _json_transform,
-    "json_pretty": _json_pretty,
+    "json": json_escape,
+    "json_transform": json_transform,
+    "json_pretty": json_pretty,
+    "printed": printed,
+    "paths": paths,
+    "per_argument": per_argument,
+    "markup": markup,
     "cast": _cast,
     "unnest": _unnest,
     "repeat": _repeat,
@@ -523,6 +523,7 @@ KINDS: dict[str, Callable[[Call], Val]] = {
     "resize": _resize,
     "bins": _bins,
     "bits": _bits,
+    "bytes": _bytes,
     "replace": replace,
     "regexp_replace": regexp_replace,
     "printf": printf,

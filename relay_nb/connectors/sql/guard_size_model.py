@@ -6,15 +6,16 @@ keyed by its SQL). Counting copies *per stored value* rather than against one "l
 value" keeps ``a || ' ' || b`` at one copy of the row it came from, while ``a || a`` is two
 copies of ``a``: the multiple measures amplification, not how many columns a query reads.
 
-Sizes are bytes in DuckDB's terms: a string is its bytes, a fixed-width value (numbers,
-dates, booleans, UUIDs) 16 bytes, and a list 16 bytes plus a 16-byte slot per element
-(DuckDB's ``string_t``) plus the elements' bytes — ``string_split(s, '')`` is 17x ``s``. So a
-built list has at most one element per 16 bytes of its size, a stored one at most one per
-byte.
+Sizes are bytes in DuckDB's terms (SQLite has no lists, and its text and blobs are their
+bytes too): a string is its bytes, a fixed-width value (numbers, dates, booleans, UUIDs) 16
+bytes, and a list 16 bytes plus a 16-byte slot per element (DuckDB's ``string_t``) plus the
+elements' bytes — ``string_split(s, '')`` is 17x ``s``. So a built list has at most one
+element per 16 bytes of its size, a stored one at most one per byte.
 
 :mod:`relay_nb.connectors.sql.guard_sizes` runs the analysis; the kinds of functions are in
 :mod:`relay_nb.connectors.sql.guard_size_kinds`; a dialect family lists its functions and
-limits as class data (``DuckDBPolicy.size_functions``, ``size_limits``).
+limits as class data (``DuckDBPolicy.size_functions``, ``size_limits``;
+``SQLitePolicy.size_text_factor`` too).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "Lambda",
     "LIST",
     "TEXT",
+    "TEXT_FACTOR",
     "Quadratic",
     "Size",
     "SizeLimits",
@@ -236,6 +238,10 @@ class SizeLimits:
     clamp_bytes: int = 16 * 1024
     """A count that is not a literal is clamped (or checked) so its value stays within this:
     sixteen clamped values fit in ``query_bytes``."""
+    bounded_recursion: bool = False
+    """Whether a recursive CTE that adds to a value per step must bound its steps in the query
+    (:mod:`~relay_nb.connectors.sql.guard_size_steps`): not for DuckDB, whose working tables
+    count against its memory limit; yes for SQLite, which has none."""
 
 
 SizeRule = tuple[str | int, ...]
@@ -269,9 +275,18 @@ def elements_text(val: Val) -> Size:
     return val.elements().scale(8) + items.scale(64)
 
 
-def as_text(val: Val) -> Size:
+TEXT_FACTOR: Final = 8
+"""Bytes a value of unknown type may print as, per byte it holds (``CAST(x AS TEXT)``,
+``x || ''``), by default: DuckDB prints a ``BIT`` string as 8 characters per byte and a
+``BLOB`` as ``\\xNN`` escapes. A family whose engine prints every value as its own bytes
+says so with ``size_text_factor = 1`` (SQLite: text and blobs as they are, numbers as at most
+64 characters)."""
+
+
+def as_text(val: Val, factor: int = TEXT_FACTOR) -> Size:
     """A bound on ``val`` cast to text: a list prints its elements, a ``BIT`` or ``BOOLEAN``
-    list prints up to 8 characters per stored byte."""
+    list prints up to 8 characters per stored byte; a value of unknown type ``factor``
+    characters per byte, plus 64 for a number."""
     if val.kind == TEXT:
         return val.size
     if val.kind == FIXED:
@@ -285,7 +300,7 @@ def as_text(val: Val) -> Size:
         else:
             body = val.size.scale(8)
         return body + items.scale(4) + Size(2)
-    return val.size.scale(8) + Size(64)
+    return val.size.scale(factor) + Size(64)
 
 
 def size_table(groups: Mapping[SizeRule, str]) -> Mapping[str, SizeRule]:

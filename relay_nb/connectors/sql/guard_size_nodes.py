@@ -168,7 +168,7 @@ def _binary(sizer: _Sizer, node: exp.Expr, scope: Scope) -> Val:
         if isinstance(link, exp.Func) and sizer.rule(link) is not None:  # ->, ->>: functions
             left = sizer.call(link, scope)
         else:
-            left = _operator(link, left, sizer.value(link.expression, scope))
+            left = _operator(link, left, sizer.value(link.expression, scope), sizer.text_factor)
         if link is not node:
             sizer.record(link, left)
     return left
@@ -182,11 +182,11 @@ def _chained(sizer: _Sizer, node: exp.Expr) -> bool:
     )
 
 
-def _operator(node: exp.Expr, left: Val, right: Val) -> Val:
+def _operator(node: exp.Expr, left: Val, right: Val, text_factor: int) -> Val:
     if isinstance(node, exp.DPipe):
         if left.kind == LIST and right.kind == LIST:
             return Val(left.size + right.size, LIST, left.count() + right.count())
-        return Val(as_text(left) + as_text(right), TEXT)
+        return Val(as_text(left, text_factor) + as_text(right, text_factor), TEXT)
     if isinstance(node, exp.Add | exp.Sub):  # numbers, dates; lists and BIGNUMs add up
         if FIXED in (left.kind, right.kind):
             return _FIXED
@@ -209,11 +209,11 @@ def _cast(sizer: _Sizer, node: exp.Expr, scope: Scope) -> Val:
             "(INTEGER[]) instead of a fixed-size array"
         )
     if to.this in _TEXT_TYPES:
-        return Val(as_text(val), TEXT)
+        return Val(as_text(val, sizer.text_factor), TEXT)
     if to.this in _NESTED_TYPES:
         return Val(val.size.scale(8) + fixed, LIST if to.is_type("array", "list") else ANY)
     if to.this in _BYTE_TYPES:
-        return Val(as_text(val), TEXT)
+        return Val(as_text(val, sizer.text_factor), TEXT)
     if to.this in _OPAQUE_TYPES:
         return Val(val.size.scale(8) + Size(64))
     return _FIXED

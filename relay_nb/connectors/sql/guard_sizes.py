@@ -1,4 +1,5 @@
-"""Bound how large a value a query can *build*, before it runs in the analyst's kernel.
+"""Bound how large a value a query can *build*, before it runs in the analyst's kernel
+(DuckDB's and SQLite's: each family brings its own table and limits, ``SQLitePolicy``).
 
 DuckDB runs inside the notebook's process. Its ``memory_limit`` bounds operators (a
 ``string_agg`` over millions of rows fails cleanly) but not scalar values, and an interrupt
@@ -48,6 +49,7 @@ from relay_nb.connectors.sql.guard_size_model import (
     FIXED,
     FIXED_BYTES,
     LIST,
+    TEXT_FACTOR,
     Lambda,
     Quadratic,
     Size,
@@ -61,6 +63,7 @@ from relay_nb.connectors.sql.guard_size_model import (
 )
 from relay_nb.connectors.sql.guard_size_nodes import handler as _handler
 from relay_nb.connectors.sql.guard_size_scope import Rel, Scope
+from relay_nb.connectors.sql.guard_size_steps import check_growth
 from relay_nb.connectors.sql.guard_text import fold
 
 if TYPE_CHECKING:
@@ -90,9 +93,10 @@ def bound_value_sizes(node: exp.Expr, policy: type[GuardPolicy], found: Findings
     table: Mapping[str, SizeRule] = getattr(policy, "size_functions", None) or {}
     prefixes: Mapping[str, SizeRule] = getattr(policy, "size_prefixes", None) or {}
     limits: SizeLimits = getattr(policy, "size_limits", None) or SizeLimits()
+    text_factor: int = getattr(policy, "size_text_factor", None) or TEXT_FACTOR
     dialect = policy.dialects[0] if policy.dialects else ""
     try:
-        _Sizer(node, table, prefixes, limits, dialect).run()
+        _Sizer(node, table, prefixes, limits, dialect, text_factor).run()
     except TooLarge as refusal:
         found.add(PRIORITY, RULE, refusal.message)
     except RecursionError:
@@ -109,9 +113,10 @@ class _Sizer:
         prefixes: Mapping[str, SizeRule],
         limits: SizeLimits,
         dialect: str = "",
+        text_factor: int = TEXT_FACTOR,
     ) -> None:
         self.root, self.table, self.prefixes, self.limits = root, table, prefixes, limits
-        self.dialect = dialect
+        self.dialect, self.text_factor = dialect, text_factor
         self.cache: dict[tuple[int, int], Val] = {}
         self.seen: set[int] = set()
         self.scopes: dict[int, Scope] = {}
@@ -267,8 +272,9 @@ class _Sizer:
             scope.ctes[name] = rel
 
     def recursive(self, name: str, body: exp.SetOperation, columns: list[str], scope: Scope) -> Rel:
-        """A recursive CTE may add to a value per step (a path ``p || '/' || name``), never
-        combine two recursive values (``s || s`` doubles per step: 2^40 bytes in 40 steps).
+        """A recursive CTE may add to a value per step (a path ``p || '/' || name``: bounded
+        steps for SQLite, :mod:`guard_size_steps`), never combine two recursive values
+        (``s || s`` doubles per step: 2^40 bytes in 40 steps).
 
         The step is sized twice: a probe learns what kind of value each column becomes (a
         stored column of any type turns into text after ``|| '/'``), then the step is sized
@@ -289,6 +295,8 @@ class _Sizer:
                     f"the recursive CTE {name} multiplies a value at every step (col || col), so "
                     "it grows exponentially; only add to it per step (col || 'x')"
                 )
+        if self.limits.bounded_recursion and not self.probing:
+            check_growth(name, body, columns, anchor, step, keys, self.limits)
         return anchor.symbolic(keys)
 
     def in_context(self, run: Callable[[], _T], *, probe: bool = False) -> _T:
