@@ -262,13 +262,18 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     return "\n".join(lines)
 
 
+_ALWAYS_LISTED = 10
+"""A result with this few columns lists them all, however long their names."""
+
+
 def _columns_within(labels: Sequence[str], max_chars: int) -> int:
-    """How many of the first column labels fit on a line of ``max_chars`` (at least one)."""
+    """How many of the first column labels fit on a line of ``max_chars`` (at least the first
+    :data:`_ALWAYS_LISTED`: only a wide result is cut)."""
     used = 0
     for count, label in enumerate(labels):
         used += len(label) + 2
-        if used > max_chars:
-            return max(1, count)
+        if used > max_chars and count >= _ALWAYS_LISTED:
+            return count
     return len(labels)
 
 

@@ -1,10 +1,7 @@
-"""Helpers for the value-size rule's tests: the rule alone, and the guard as it will be wired.
-
-Until ``bound_value_sizes`` is wired into ``guard.py`` (``policy.check(tree, "tree", found)``
-after the walk) and a family's ``rules``, :func:`guarded` runs ``guard_query`` for the other
-rules and then the rule on the parsed output, twice, as the wired guard's fixed-point check
-will (once it is wired, the second run finds the output already bounded). Every helper takes
-the family's policy (DuckDB unless told): SQL is parsed and written in its dialect.
+"""Helpers for the value-size rule's tests: the rule alone (:func:`sized`) and the whole
+guard (:func:`guarded`, where the rule runs after the walk as a ``"tree"`` rule of the
+family's policy). Every helper takes the family's policy (DuckDB unless told): SQL is parsed
+and written in its dialect.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ from relay_nb.connectors.sql.guard_sizes import RULE, _expansion, _Sizer, bound_
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy
 from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
 from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
-from relay_nb.errors import UnsafeQueryError
 from relay_nb.testing.seed import ALLOWED_TABLES
 
 __all__ = [
@@ -76,43 +72,44 @@ def accepted(sql: str, policy: type[GuardPolicy] = DuckDBPolicy) -> str:
 
 
 def guarded(sql: str, policy: type[GuardPolicy] = DuckDBPolicy) -> str:
-    """The whole guard for the family with the rule after the walk: the SQL that would run.
+    """The whole guard for the family (the rule runs after its walk): the SQL that would run.
 
-    Guarding the output again must change nothing (the guard's own fixed-point check), so
-    the rewritten counts must read back as bounded.
+    The guard's own fixed-point check guards its output again, so a rewritten count must
+    read back as bounded for this to return.
     """
-    first = _guard_then_size(sql, policy)
-    assert _guard_then_size(first, policy) == first, f"not a fixed point:\n{first}"
-    return first
+    result = guard_query(
+        sql,
+        dialect=_dialect(policy),
+        allowed_tables=ALLOWED,
+        default_schema="main",
+        row_limit=ROW_LIMIT,
+    )
+    return result.sql
 
 
 def _dialect(policy: type[GuardPolicy]) -> str:
     return policy.dialects[0] if policy.dialects else "duckdb"
 
 
-def _guard_then_size(sql: str, policy: type[GuardPolicy]) -> str:
-    dialect = _dialect(policy)
-    result = guard_query(
-        sql, dialect=dialect, allowed_tables=ALLOWED, default_schema="main", row_limit=ROW_LIMIT
-    )
-    tree, found = sized(result.sql, policy)
-    if found.violations:
-        raise UnsafeQueryError(RULE, min(found.violations).message)
-    return tree.sql(dialect=dialect, **GENERATE)
-
-
 _SQLITE_PROBE = textwrap.dedent(
     """
-    import json, sys
+    import json, sqlite3, sys
     from relay_nb.connectors.sql.readonly import build_engine, run_read_only
     from relay_nb.testing.memory import PeakGrowth
 
-    engine = build_engine(sys.argv[1])
-    run_read_only(engine, "SELECT count(*) FROM orders", max_rows=10, timeout_s=30)
+    url, sql, raw = sys.argv[1], sys.argv[2], sys.argv[3] == "raw"
+    if raw:
+        con = sqlite3.connect(url.removeprefix("sqlite:///"))
+        con.execute("SELECT count(*) FROM orders").fetchall()
+        run = lambda: con.execute(sql).fetchmany(201)
+    else:
+        engine = build_engine(url)
+        run_read_only(engine, "SELECT count(*) FROM orders", max_rows=10, timeout_s=30)
+        run = lambda: run_read_only(engine, sql, max_rows=201, timeout_s=30)
     error = None
     with PeakGrowth() as growth:
         try:
-            run_read_only(engine, sys.argv[2], max_rows=201, timeout_s=30)
+            run()
         except Exception as exc:
             error = type(exc).__name__
     print(json.dumps({"growth_mb": growth.mib, "error": error}))
@@ -120,12 +117,14 @@ _SQLITE_PROBE = textwrap.dedent(
 )
 
 
-def probe_sqlite(shop: Path, sql: str) -> dict[str, Any]:
-    """Run ``sql`` on the SQLite file ``shop`` as the connector runs it, unguarded, in a fresh
-    process: ``run_read_only`` (read-only, ``SQLITE_LIMIT_LENGTH`` and the timeout per call,
-    rows read through the byte budget). Returns the peak RSS growth in MiB and the error."""
+def probe_sqlite(shop: Path, sql: str, *, raw: bool = False) -> dict[str, Any]:
+    """Run ``sql`` on the SQLite file ``shop`` unguarded, in a fresh process: through the
+    plain ``sqlite3`` driver (``raw``: the harm a query does without relay_nb), or as the
+    connector runs it (``run_read_only``: read-only, ``SQLITE_LIMIT_LENGTH`` and the timeout
+    per call, rows read one at a time through the byte budget). Returns the peak RSS growth in
+    MiB and the error."""
     done = subprocess.run(
-        [sys.executable, "-c", _SQLITE_PROBE, f"sqlite:///{shop}", sql],
+        [sys.executable, "-c", _SQLITE_PROBE, f"sqlite:///{shop}", sql, "raw" if raw else "run"],
         capture_output=True,
         text=True,
         timeout=110,

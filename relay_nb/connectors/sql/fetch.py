@@ -13,8 +13,9 @@ own means:
   protocol: one statement only, even for roles that may write).
 - **PyMySQL** (MySQL, MariaDB): an unbuffered cursor, and the length of every protocol
   packet is checked before the packet is read (:class:`_PacketMeter`).
-- **SQLite**: rows come one step at a time, and the engine refuses to build any value
-  longer than the limit (``SQLITE_LIMIT_LENGTH``, set per call in readonly.py).
+- **SQLite**: rows are fetched one at a time, the engine refuses to build any value longer
+  than the limit (``SQLITE_LIMIT_LENGTH``, set per call in readonly.py), and the guard bounds
+  the values a query can build (the value-size rule).
 - **DuckDB and other drivers**: rows fetched in small batches; DuckDB computes in the
   kernel, so its values are bounded before they exist, by the guard's size rule.
 
@@ -91,7 +92,9 @@ def fetch_rows(
         return _fetch_psycopg(driver, sql, max_rows, budget)
     if backend in ("mysql", "mariadb") and engine.dialect.driver == "pymysql":
         return _fetch_pymysql(driver, sql, max_rows, budget)
-    return _fetch_batches(raw, sql, max_rows, budget)
+    # SQLite's fetchmany steps the whole batch into Python before the budget sees a row
+    batch = 1 if backend == "sqlite" else _BATCH
+    return _fetch_batches(raw, sql, max_rows, budget, batch)
 
 
 # -- PostgreSQL (psycopg 3) ---------------------------------------------------------------------
@@ -211,7 +214,9 @@ class _PacketMeter:
 # -- everything else ----------------------------------------------------------------------------
 
 
-def _fetch_batches(raw: Any, sql: str, max_rows: int, budget: ResultBudget) -> FetchOutcome:
+def _fetch_batches(
+    raw: Any, sql: str, max_rows: int, budget: ResultBudget, batch: int
+) -> FetchOutcome:
     cursor = raw.cursor()
     rows: list[tuple[Any, ...]] = []
     columns: list[str] = []
@@ -221,10 +226,10 @@ def _fetch_batches(raw: Any, sql: str, max_rows: int, budget: ResultBudget) -> F
         if not columns:
             return FetchOutcome([], [])
         while len(rows) < max_rows:
-            batch = cursor.fetchmany(min(_BATCH, max_rows - len(rows)))
-            if not batch:
+            fetched_rows = cursor.fetchmany(min(batch, max_rows - len(rows)))
+            if not fetched_rows:
                 break
-            for fetched in batch:
+            for fetched in fetched_rows:
                 row = budget.admit(fetched)
                 if row is None:
                     return FetchOutcome(columns, rows, stopped=True)

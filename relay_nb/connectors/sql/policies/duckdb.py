@@ -84,13 +84,15 @@ class DuckDBPolicy(GuardPolicy):
                 "element_at map_extract map_extract_value map_keys map_values map_from_entries "
                 "struct_extract struct_extract_at struct_values union_extract union_tag "
                 "any_value arbitrary first last median mode bit_and bit_or bit_xor list_bit_and "
-                "list_bit_or list_bit_xor bitwise_and_agg bitwise_or_agg bitwise_xor_agg"
+                "list_bit_or list_bit_xor bitwise_and_agg bitwise_or_agg bitwise_xor_agg "
+                # window functions: duckdb_functions() does not list them
+                "first_value last_value nth_value"
             ),
             ("unnest",): (
                 "array_extract list_extract list_element list_any_value list_first list_last "
                 "list_max list_min list_mode list_median array_max array_min"
             ),
-            ("widest",): "& << >> xor | ~ greatest least if switch sum",
+            ("widest",): "& << >> xor | ~ greatest least if switch sum lag lead",
             ("sum",): (
                 "+ add - subtract combine to_aggregate_state index_key map struct_pack row "
                 "struct_concat struct_insert struct_update union_value remap_struct map_concat "

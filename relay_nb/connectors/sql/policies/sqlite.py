@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from relay_nb.connectors.sql import guard_rules as shared
 from relay_nb.connectors.sql.guard_size_model import SizeLimits, SizeRule, size_table
+from relay_nb.connectors.sql.guard_sizes import bound_value_sizes
 from relay_nb.connectors.sql.policies.base import GuardPolicy
 
 __all__ = ["SQLitePolicy"]
@@ -32,6 +33,7 @@ class SQLitePolicy(GuardPolicy):
     default_schema_aliases = frozenset({"main"})
     embedded = True
     dates_as_text = True
+    rules = (*GuardPolicy.rules, ("tree", bound_value_sizes))
 
     size_limits: ClassVar[SizeLimits] = SizeLimits(
         value_bytes=16 * _KIB,
