@@ -155,3 +155,33 @@ def test_a_seed_set_by_one_query_does_not_reach_the_next(shop_db) -> None:
         assert drawn != predicted
     finally:
         shop.close()
+
+
+# -- how the server reads the SQL: MySQL/MariaDB's sql_mode -----------------------------------
+
+
+def test_a_connection_that_reads_sql_differently_reads_it_as_the_guard_did(mariadb_urls) -> None:
+    """Under ``NO_BACKSLASH_ESCAPES`` (or ``ANSI_QUOTES``, ``PIPES_AS_CONCAT``…) the server
+    reads strings and operators unlike the guard: the guard's re-serialised ``'x\\\\'`` (the
+    one-backslash string it checked) would come back with two. Those modes are off while a
+    guarded query runs, and the connection gets its own mode back afterwards."""
+    engine = _one_connection_engine(mariadb_urls.admin)
+
+    @sa.event.listens_for(engine, "connect")
+    def _own_mode(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+        cursor.close()
+
+    shop = SQLConnector("shop", engine, tables=list(ALLOWED_TABLES))
+    try:
+        guarded = shop.guard(r"SELECT 'x\\' AS a").sql
+        with engine.connect() as conn:  # harmful first: the connection's own reading differs
+            assert conn.exec_driver_sql(guarded).scalar_one() == "x\\\\"
+        assert shop.query(r"SELECT 'x\\' AS a").df.iloc[0, 0] == "x\\"
+        with engine.connect() as conn:
+            mode = conn.exec_driver_sql("SELECT @@SESSION.sql_mode").scalar_one()
+        assert "NO_BACKSLASH_ESCAPES" in mode
+    finally:
+        shop.close()
+        engine.dispose()

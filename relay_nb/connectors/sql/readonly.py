@@ -12,7 +12,9 @@ write. Every dialect gets the strongest read-only mode its driver offers:
   cancel request.
 - MySQL/MariaDB: a read-only session (so DDL, which commits implicitly, is refused too) and
   ``START TRANSACTION READ ONLY`` plus ``max_execution_time`` (MySQL) or
-  ``max_statement_time`` (MariaDB), reset after the call; cancelled with ``KILL QUERY``.
+  ``max_statement_time`` (MariaDB), reset after the call; the ``sql_mode`` flags that change
+  how SQL text is read (``NO_BACKSLASH_ESCAPES``, ``ANSI_QUOTES``…) off during the call;
+  cancelled with ``KILL QUERY``.
 - DuckDB: ``read_only`` with external access disabled and the configuration locked.
 
 Every call ends in a rollback; a connection whose rollback fails is discarded. What a
@@ -33,6 +35,7 @@ says which, so the caller can say "the server is down" instead of "your query wa
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import sqlite3
 import threading
@@ -397,9 +400,14 @@ def _begin_read_only(
                 raise ReadOnlyNotEnforced("PostgreSQL did not start a read-only transaction")
         elif backend in ("mysql", "mariadb"):
             if getattr(engine.dialect, "is_mariadb", False):
-                cursor.execute(f"SET SESSION max_statement_time = {float(timeout_s):.3f}")
+                settings = f"SET SESSION max_statement_time = {float(timeout_s):.3f}"
             else:
-                cursor.execute(f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+                settings = f"SET SESSION max_execution_time = {int(timeout_s * 1000)}"
+            modes = _mysql_modes(raw, cursor)
+            if modes is not None:  # only when the connection reads SQL unlike the guard
+                raw.info["relay_sql_mode_before"] = modes[0]
+                settings += f", SESSION sql_mode = '{modes[1]}'"
+            cursor.execute(settings)
             # DDL commits the open transaction implicitly and would then run outside it:
             # a read-only SESSION refuses DDL too (error 1792), the transaction alone does not
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
@@ -440,6 +448,33 @@ def _begin_read_only(
             raw.driver_connection.set_progress_handler(past_deadline, _SQLITE_PROGRESS_STEPS)
     finally:
         _close_quietly(cursor)
+
+
+_PARSE_MODES = frozenset(
+    {
+        "ANSI", "ANSI_QUOTES", "PIPES_AS_CONCAT", "NO_BACKSLASH_ESCAPES", "HIGH_NOT_PRECEDENCE",
+        "IGNORE_SPACE", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB", "MYSQL323", "MYSQL40",
+    }
+)  # fmt: skip
+"""``sql_mode`` flags that change how MySQL/MariaDB read SQL text (string escapes, double
+quotes, ``||``, operator precedence, other grammars): the guard reads and writes the default
+grammar, so these are off while a guarded query runs, and back on after it."""
+_MODE_NAMES = re.compile(r"[A-Za-z0-9_,]*")
+
+
+def _mysql_modes(raw: Any, cursor: Any) -> tuple[str, str] | None:
+    """``(the connection's sql_mode, the one a guarded query runs under)`` when they differ.
+
+    Read once per pooled connection: a guarded query cannot change it (``SET`` is refused).
+    """
+    original = raw.info.get("relay_sql_mode")
+    if original is None:
+        cursor.execute("SELECT @@SESSION.sql_mode")
+        original = raw.info["relay_sql_mode"] = str(cursor.fetchone()[0] or "")
+    if not _MODE_NAMES.fullmatch(original):
+        raise ReadOnlyNotEnforced(f"unexpected sql_mode from the server: {original[:80]!r}")
+    kept = ",".join(m for m in original.split(",") if m and m.upper() not in _PARSE_MODES)
+    return None if kept == original else (original, kept)
 
 
 def _fresh_seed() -> float:
@@ -493,9 +528,13 @@ def _end(
             mariadb = getattr(engine.dialect, "is_mariadb", False)
             timeout_var = "max_statement_time" if mariadb else "max_execution_time"
             read_only_var = "tx_read_only" if mariadb else "transaction_read_only"
+            restore = f"SET SESSION {timeout_var} = DEFAULT"
+            before = raw.info.pop("relay_sql_mode_before", None)
+            if before is not None:
+                restore += f", SESSION sql_mode = '{before}'"
             cursor = raw.cursor()
             try:
-                cursor.execute(f"SET SESSION {timeout_var} = DEFAULT")
+                cursor.execute(restore)
                 cursor.execute(f"SET SESSION {read_only_var} = DEFAULT")
             finally:
                 _close_quietly(cursor)
