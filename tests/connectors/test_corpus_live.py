@@ -1,4 +1,5 @@
-"""Both corpora through the real ``query_<id>`` tool on real seeded databases.
+"""Both corpora through the real ``query_<id>`` tool on real seeded databases, connected as
+the data's owner (a role that may write), so only relay_nb's own defences stand in the way.
 
 Adversarial: every payload is refused with its rule, and a fingerprint of every table, the
 catalog, roles, server settings and the file system around the database (its directory and
@@ -43,7 +44,7 @@ def test_corpora_are_large_enough():
 def connector(shop_db):
     shop = SQLConnector(
         "shop",
-        shop_db.ro_url,
+        shop_db.admin_url,  # the data's owner: only relay_nb's defences stand in the way
         tables=list(ALLOWED_TABLES),
         row_limit=ROW_LIMIT,
         statement_timeout_s=10,
