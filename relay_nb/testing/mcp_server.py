@@ -177,8 +177,9 @@ def build_server(
 
     @server.tool(annotations=READ_ONLY)
     def big_records(count: int, size: int) -> list[dict[str, Any]]:
-        """Records numbered from 0, each with a text of the given number of characters."""
-        return [{"i": i, "text": chr(ord("a") + i % 26) * size} for i in range(count)]
+        """Records numbered from 0, each with a text of the given number of characters (a
+        varied text: a run of one letter could match a secret some other test registered)."""
+        return [{"i": i, "text": (f"record {i}; " * size)[:size]} for i in range(count)]
 
     @server.tool(annotations=READ_ONLY)
     def big_text(size: int) -> str:
