@@ -12,7 +12,7 @@ came back from the guard as a call MariaDB refuses. Importing this module regist
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -124,8 +124,12 @@ class MariaDB(MySQL):
     registers the dialect as ``"mariadb"``.
     """
 
+    _dispatch: ClassVar[dict[type[exp.Expr], Write] | None] = None
+
     def generator(self, **opts: Any) -> Generator:
         generator = super().generator(**opts)
-        mysql = generator._dispatch  # shared by MySQL's generators: copied, never changed
-        generator._dispatch = {**mysql, **_WRITES, exp.Chr: _chr(mysql[exp.Chr])}
+        if MariaDB._dispatch is None:  # built once: MySQL's table is shared, never changed
+            mysql = generator._dispatch
+            MariaDB._dispatch = {**mysql, **_WRITES, exp.Chr: _chr(mysql[exp.Chr])}
+        generator._dispatch = MariaDB._dispatch
         return generator

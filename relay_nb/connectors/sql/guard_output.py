@@ -14,6 +14,7 @@ query is refused; what a normal query costs is one dispatch per node.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -33,6 +34,37 @@ _SLACK = 1_000
 
 Handler = Callable[..., str]
 
+_budget = threading.local()
+"""Dispatches left to the generation running on this thread (the guard runs in worker
+threads, several at once under ``ask_many``)."""
+_tables: dict[type, dict[type, Handler]] = {}
+_tables_lock = threading.Lock()
+
+
+def _counting_table(dialect: type, table: dict[type, Handler]) -> dict[type, Handler]:
+    """``table`` with every handler counted and measured, built once per dialect (wrapping
+    its ~600 handlers on every query cost more than the rest of the guard)."""
+    counted = _tables.get(dialect)
+    if counted is None:
+        with _tables_lock:
+            counted = _tables.setdefault(
+                dialect, {cls: _counted(handler) for cls, handler in table.items()}
+            )
+    return counted
+
+
+def _counted(handler: Handler) -> Handler:
+    def dispatch(self: object, expression: exp.Expr) -> str:
+        _budget.remaining -= 1
+        if _budget.remaining < 0:
+            raise _OverBudget
+        text = handler(self, expression)
+        if len(text) > rules.MAX_OUTPUT_CHARS:
+            raise _OverBudget
+        return text
+
+    return dispatch
+
 
 class _OverBudget(Exception):
     """Generation went past its budget of dispatches or characters."""
@@ -47,22 +79,11 @@ def generate(tree: exp.Expr, engine: Dialect, *, nodes: int) -> str:
     generator = engine.generator(
         comments=False, normalize_functions=False, unsupported_level=ErrorLevel.RAISE
     )
-    remaining = [DISPATCHES_PER_NODE * nodes + _SLACK]
-
-    def counted(handler: Handler) -> Handler:
-        def dispatch(self: object, expression: exp.Expr) -> str:
-            remaining[0] -= 1
-            if remaining[0] < 0:
-                raise _OverBudget
-            text = handler(self, expression)
-            if len(text) > rules.MAX_OUTPUT_CHARS:
-                raise _OverBudget
-            return text
-
-        return dispatch
-
-    # the generator looks every node's handler up in this per-instance table
-    generator._dispatch = {cls: counted(handler) for cls, handler in generator._dispatch.items()}
+    # the generator looks every node's handler up in this per-instance table; the counting
+    # table is built once per dialect (MariaDB's generator is MySQL's with a table of its
+    # own), the budget is this thread's
+    generator._dispatch = _counting_table(type(engine), generator._dispatch)
+    _budget.remaining = DISPATCHES_PER_NODE * nodes + _SLACK
     try:
         text = generator.generate(tree, copy=False)
     except _OverBudget:
