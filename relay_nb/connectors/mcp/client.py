@@ -378,6 +378,8 @@ class MCPClientHost:
                 conn.ready.cancel()
         except BaseException as exc:  # an ExceptionGroup from the transport's task group
             if not conn.ready.done():
+                if stderr_file is not None:  # so the error below waits for the server's
+                    stderr_file.close()  # last words (the reader can lag under load)
                 conn.ready.set_exception(self._connect_error(exc))
             else:
                 logger.info(
