@@ -19,12 +19,12 @@ import sqlglot
 from sqlglot import exp
 
 from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.guard_size_model import SizeLimits
-from relay_nb.connectors.sql.guard_size_nodes import handler
-from relay_nb.connectors.sql.guard_sizes import RULE, _expansion, _Sizer, bound_value_sizes
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy
 from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
 from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
+from relay_nb.connectors.sql.sizes.model import SizeLimits
+from relay_nb.connectors.sql.sizes.nodes import handler
+from relay_nb.connectors.sql.sizes.sizer import RULE, _expansion, _Sizer, bound_value_sizes
 from relay_nb.testing.seed import ALLOWED_TABLES
 
 __all__ = [

@@ -7,8 +7,9 @@ trees hold parent links, so a dropped tree waits for a collection, and in a long
 kernel (or this long suite) with many live objects the full collections that free it are
 deferred; off, the measure is the worst case and does not depend on what ran before (with it
 on, the same query peaked at 39 MB alone and 68 MB late in the suite). Both bounds are coarse
-on purpose (a loaded 2-core machine runs them); what they catch is growth that is not linear: 3,900 CTEs once cost 390 MB,
-chained array subscripts minutes, nested ``GREATEST`` on SQLite time exponential in the depth.
+on purpose (a loaded 2-core machine runs them); what they catch is growth that is not
+linear: 3,900 CTEs once cost 390 MB, chained array subscripts minutes, nested ``GREATEST`` on
+SQLite time exponential in the depth.
 A shape may be accepted or refused, but only ever with an ``UnsafeQueryError`` whose rule is
 stable, never a ``RecursionError`` or a crash.
 """

@@ -21,9 +21,9 @@ import sqlglot
 from size_support import accepted, guarded, refusal
 from sqlglot import exp
 
-from relay_nb.connectors.sql.guard_size_nodes import handler
-from relay_nb.connectors.sql.guard_sizes import RULE, _expansion, _Sizer
 from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
+from relay_nb.connectors.sql.sizes.nodes import handler
+from relay_nb.connectors.sql.sizes.sizer import RULE, _expansion, _Sizer
 from relay_nb.errors import UnsafeQueryError
 
 

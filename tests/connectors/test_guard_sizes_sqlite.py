@@ -44,12 +44,12 @@ from size_support import (
 )
 
 from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.guard_size_kinds import KINDS
-from relay_nb.connectors.sql.guard_size_model import SizeLimits, as_text
-from relay_nb.connectors.sql.guard_size_scope import Scope
-from relay_nb.connectors.sql.guard_sizes import RULE
 from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
 from relay_nb.connectors.sql.readonly import build_engine, run_read_only
+from relay_nb.connectors.sql.sizes.kinds import KINDS
+from relay_nb.connectors.sql.sizes.model import SizeLimits, as_text
+from relay_nb.connectors.sql.sizes.scope import Scope
+from relay_nb.connectors.sql.sizes.sizer import RULE
 from relay_nb.errors import UnsafeQueryError
 
 SQLITE = SQLitePolicy

@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from relay_nb.connectors.sql import guard_rules as shared
-from relay_nb.connectors.sql.guard_size_model import SizeLimits, SizeRule, size_table
-from relay_nb.connectors.sql.guard_sizes import bound_value_sizes
 from relay_nb.connectors.sql.policies.base import GuardPolicy
+from relay_nb.connectors.sql.sizes import SizeLimits, SizeRule, bound_value_sizes, size_table
 
 __all__ = ["DuckDBPolicy"]
 
@@ -176,7 +175,7 @@ class DuckDBPolicy(GuardPolicy):
         }
     )
     """How each function's output size follows from its arguments, for the value-size rule
-    (:mod:`relay_nb.connectors.sql.guard_sizes`; kinds in :mod:`guard_size_kinds`): DuckDB
+    (:mod:`relay_nb.connectors.sql.sizes`): DuckDB
     runs in the analyst's process, so the values a query builds are part of its policy.
     Derived from ``duckdb_functions()`` of DuckDB 2.0.1: every scalar, macro and aggregate
     whose result is not fixed-width, with its aliases and the names sqlglot parses them into.

@@ -7,7 +7,7 @@ connection advice that names the file rather than a server.
 The values a query builds are part of its policy too, as for DuckDB: SQLite computes in the
 kernel. ``SQLITE_LIMIT_LENGTH`` (set per call to the result's byte limit, 16 MiB) stops any
 one value at that size, but not many of them at once — in one row, in the rows read per
-fetch, in a sorter — so the value-size rule (:mod:`relay_nb.connectors.sql.guard_sizes`)
+fetch, in a sorter — so the value-size rule (:mod:`relay_nb.connectors.sql.sizes.sizer`)
 bounds them with SQLite's table of functions and limits measured on SQLite (below).
 """
 
@@ -17,9 +17,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from relay_nb.connectors.sql import guard_rules as shared
-from relay_nb.connectors.sql.guard_size_model import SizeLimits, SizeRule, size_table
-from relay_nb.connectors.sql.guard_sizes import bound_value_sizes
 from relay_nb.connectors.sql.policies.base import GuardPolicy
+from relay_nb.connectors.sql.sizes import SizeLimits, SizeRule, bound_value_sizes, size_table
 
 __all__ = ["SQLitePolicy"]
 
@@ -121,7 +120,7 @@ class SQLitePolicy(GuardPolicy):
         }
     )
     """How each SQLite function's output size follows from its arguments (kinds in
-    :mod:`relay_nb.connectors.sql.guard_size_kinds`). Derived from ``pragma_function_list``
+    :mod:`relay_nb.connectors.sql.sizes.kinds`). Derived from ``pragma_function_list``
     of SQLite 3.40.1 (JSON1, math functions, FTS3/4/5, R*Tree), plus the functions later
     releases add (``concat``, ``unhex``, ``string_agg``, JSONB, ``json_pretty``,
     ``unistr_quote``), under the names sqlglot parses them into. A function not listed

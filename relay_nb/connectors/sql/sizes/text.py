@@ -17,18 +17,14 @@ arguments' bounds (no count to clamp):
 - ``markup``: SQLite's FTS ``highlight``/``snippet`` put markers around every matched token
   of a stored document, ``offsets`` four numbers per match (at most one match per byte).
 
-The kinds are registered in :data:`relay_nb.connectors.sql.guard_size_kinds.KINDS`.
+The kinds are registered in :data:`relay_nb.connectors.sql.sizes.kinds.KINDS`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_model import FIXED_BYTES, TEXT, Size, Val, as_text
-
-if TYPE_CHECKING:
-    from relay_nb.connectors.sql.guard_size_kinds import Call
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.call import Call
+from relay_nb.connectors.sql.sizes.model import FIXED_BYTES, TEXT, Size, Val, as_text
 
 __all__ = [
     "json_escape",

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql.guard_size_model import ANY, Size, Val
 from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes.model import ANY, Size, Val
 
 __all__ = ["Rel", "Scope"]
 

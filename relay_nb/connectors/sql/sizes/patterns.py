@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_model import TEXT, Size, Val, as_text
-
-if TYPE_CHECKING:
-    from relay_nb.connectors.sql.guard_size_kinds import Call
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.call import Call
+from relay_nb.connectors.sql.sizes.model import TEXT, Size, Val, as_text
 
 __all__ = ["fmt", "printf", "regexp_replace", "replace", "strftime"]
 

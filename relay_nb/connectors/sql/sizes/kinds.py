@@ -3,16 +3,16 @@
 A dialect family maps each function name to ``(kind, *parameters)`` (its ``size_functions``
 table); :data:`KINDS` holds one small handler per kind. Handlers get the call's positional
 arguments (a method call's receiver first), already sized, and return the output's
-:class:`~relay_nb.connectors.sql.guard_size_model.Val`. The families of kinds:
+:class:`~relay_nb.connectors.sql.sizes.model.Val`. The families of kinds:
 
 - *bounded by their inputs*: ``part`` (a piece of one argument), ``widest`` (one of them),
   ``sum``, ``scale`` (a constant factor: ``hex`` x2, ``bin`` x8, ``url_encode`` x3),
   ``concat``, ``split`` (a list of pieces); printed and escaped text — ``printed``,
   ``json`` (escaping: x6), ``paths``, ``per_argument`` … — is in
-  :mod:`relay_nb.connectors.sql.guard_size_text`;
+  :mod:`relay_nb.connectors.sql.sizes.text`;
 - *sized by a number*: ``repeat``, ``pad``, ``series``, ``resize``, ``bins``, ``bits``,
   ``bytes`` — the amplifiers; their counts go through
-  :mod:`relay_nb.connectors.sql.guard_size_counts`;
+  :mod:`relay_nb.connectors.sql.sizes.counts`;
 - *sized by a pattern*: ``replace``, ``regexp_replace``, ``printf``, ``fmt``, ``strftime``;
 - *lambdas*: ``transform``, ``filter``, ``reduce``, ``invoke`` (the body runs per element);
 - *stored*: ``data`` (an aggregate's output or the schema's text: as large as what the
@@ -21,14 +21,13 @@ arguments (a method call's receiver first), already sized, and return the output
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import NoReturn, Protocol
+from collections.abc import Callable
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_model import (
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.call import Call
+from relay_nb.connectors.sql.sizes.model import (
     ANY,
     FIXED,
     FIXED_BYTES,
@@ -37,24 +36,21 @@ from relay_nb.connectors.sql.guard_size_model import (
     Lambda,
     Quadratic,
     Size,
-    SizeLimits,
-    TooLarge,
     Val,
     as_text,
     elements_text,
-    human,
     over_runs,
     per_run,
 )
-from relay_nb.connectors.sql.guard_size_patterns import (
+from relay_nb.connectors.sql.sizes.patterns import (
     fmt,
     printf,
     regexp_replace,
     replace,
     strftime,
 )
-from relay_nb.connectors.sql.guard_size_series import series
-from relay_nb.connectors.sql.guard_size_text import (
+from relay_nb.connectors.sql.sizes.series import series
+from relay_nb.connectors.sql.sizes.text import (
     json_escape,
     json_pretty,
     json_transform,
@@ -64,76 +60,7 @@ from relay_nb.connectors.sql.guard_size_text import (
     printed,
 )
 
-__all__ = ["KINDS", "Call", "Context"]
-
-
-class Context(Protocol):
-    """What a handler may ask of the analysis (:class:`guard_sizes._Sizer`)."""
-
-    limits: SizeLimits
-    sql_length: int
-    text_factor: int
-    """Bytes a value of unknown type prints as, per byte (the family's ``size_text_factor``)."""
-
-    def value(self, node: exp.Expr) -> Val: ...
-
-    def fits(self, size: Size) -> bool: ...
-
-    def key(self, node: exp.Expr) -> str: ...
-
-    def apply(
-        self, body: exp.Lambda, params: Sequence[Lambda], *, probe: bool = False
-    ) -> tuple[Val, dict[str, Lambda]]:
-        """Size a lambda's body with its parameters bound; returns the body's bound (with a
-        symbol per parameter) and the symbols."""
-        ...
-
-
-@dataclass
-class Call:
-    """One function call being sized."""
-
-    ctx: Context
-    node: exp.Expr
-    name: str
-    args: list[exp.Expr]
-    params: tuple[str | int, ...]
-    vals: list[Val]
-
-    def val(self, index: int, default: Val | None = None) -> Val:
-        if index < len(self.vals):
-            return self.vals[index]
-        return default if default is not None else Val(Size(FIXED_BYTES), FIXED)
-
-    def param(self, index: int, default: int = 0) -> int:
-        value = self.params[index] if index < len(self.params) else default
-        return int(value)
-
-    def bound(self, node: exp.Expr) -> Size | None:
-        return counts.count_bound(node, self.ctx.value)
-
-    def product(self, one: Size, items: Size) -> Size:
-        """``items`` copies of ``one``: refused when both grow with the data."""
-        try:
-            return one.times(items)
-        except Quadratic:
-            self.refuse(
-                "would repeat a value from the data as many times as another value from the "
-                "data says, which has no size bound; compute one side in a subquery, or "
-                "unnest first"
-            )
-
-    def refuse(self, why: str) -> NoReturn:
-        raise TooLarge(f"{self.name}() {why}")
-
-    def too_large(self, size: Size, fix: str) -> NoReturn:
-        limits = self.ctx.limits
-        limit = (
-            f"{limits.value_multiple}x a stored value"
-            if size.multiple > limits.value_multiple
-            else human(limits.value_bytes)
-        )
-        self.refuse(f"would build a value of up to {size.describe()} (the limit is {limit}); {fix}")
+__all__ = ["KINDS"]
 
 
 def _char_bytes(node: exp.Expr | None) -> int:

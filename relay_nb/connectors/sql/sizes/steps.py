@@ -24,10 +24,10 @@ from collections.abc import Iterator, Sequence
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_model import Size, SizeLimits, TooLarge, human
-from relay_nb.connectors.sql.guard_size_scope import Rel
 from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.model import Size, SizeLimits, TooLarge, human
+from relay_nb.connectors.sql.sizes.scope import Rel
 
 __all__ = ["check_growth", "step_bound"]
 

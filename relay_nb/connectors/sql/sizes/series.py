@@ -17,15 +17,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_model import FIXED, FIXED_BYTES, LIST, Size, Val
-
-if TYPE_CHECKING:
-    from relay_nb.connectors.sql.guard_size_kinds import Call
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.call import Call
+from relay_nb.connectors.sql.sizes.model import FIXED, FIXED_BYTES, LIST, Size, Val
 
 __all__ = ["series"]
 

@@ -12,8 +12,8 @@ bytes, and a list 16 bytes plus a 16-byte slot per element (DuckDB's ``string_t`
 elements' bytes — ``string_split(s, '')`` is 17x ``s``. So a built list has at most one
 element per 16 bytes of its size, a stored one at most one per byte.
 
-:mod:`relay_nb.connectors.sql.guard_sizes` runs the analysis; the kinds of functions are in
-:mod:`relay_nb.connectors.sql.guard_size_kinds`; a dialect family lists its functions and
+:mod:`relay_nb.connectors.sql.sizes.sizer` runs the analysis; the kinds of functions are in
+:mod:`relay_nb.connectors.sql.sizes.kinds`; a dialect family lists its functions and
 limits as class data (``DuckDBPolicy.size_functions``, ``size_limits``;
 ``SQLitePolicy.size_text_factor`` too).
 """
@@ -224,7 +224,7 @@ def over_runs(size: Size, params: Mapping[str, Lambda]) -> Size:
 
 @dataclass(frozen=True, slots=True)
 class SizeLimits:
-    """The bounds a query's values must stay within (see :mod:`guard_sizes` for why)."""
+    """The bounds a query's values must stay within (see :mod:`sizer` for why)."""
 
     value_bytes: int = 64 * 1024
     """One value built from constants. DuckDB evaluates 2048-row vectors and keeps every
@@ -240,13 +240,13 @@ class SizeLimits:
     sixteen clamped values fit in ``query_bytes``."""
     bounded_recursion: bool = False
     """Whether a recursive CTE that adds to a value per step must bound its steps in the query
-    (:mod:`~relay_nb.connectors.sql.guard_size_steps`): not for DuckDB, whose working tables
+    (:mod:`~relay_nb.connectors.sql.sizes.steps`): not for DuckDB, whose working tables
     count against its memory limit; yes for SQLite, which has none."""
 
 
 SizeRule = tuple[str | int, ...]
 """``(kind, *parameters)``: how one function's output size follows from its arguments; the
-kinds are the handlers in :data:`relay_nb.connectors.sql.guard_size_kinds.KINDS`."""
+kinds are the handlers in :data:`relay_nb.connectors.sql.sizes.kinds.KINDS`."""
 
 
 def join_vals(vals: list[Val]) -> Val:

@@ -1,6 +1,6 @@
 """The size analysis for SQL's own constructs: literals, columns, operators, ``CASE``, casts,
 list and struct literals, subqueries, lambdas. Functions go to the family's table
-(:mod:`guard_size_kinds`); everything here holds for every dialect.
+(:mod:`kinds`); everything here holds for every dialect.
 
 One handler per node class, looked up along the class's MRO, so a sqlglot upgrade that adds
 a subclass inherits its parent's rule; a class nobody handles is bounded by the sum of its
@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_model import (
+from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.model import (
     ANY,
     FIXED,
     FIXED_BYTES,
@@ -32,11 +33,10 @@ from relay_nb.connectors.sql.guard_size_model import (
     over_runs,
     per_run,
 )
-from relay_nb.connectors.sql.guard_size_scope import Scope
-from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes.scope import Scope
 
 if TYPE_CHECKING:
-    from relay_nb.connectors.sql.guard_sizes import _Sizer
+    from relay_nb.connectors.sql.sizes.sizer import _Sizer
 
 __all__ = ["handler"]
 

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from relay_nb.connectors.sql.guard_size_model import LIST, Size, Val
 from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes.model import LIST, Size, Val
 
 __all__ = [
     "NEVER",

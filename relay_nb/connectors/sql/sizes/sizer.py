@@ -9,10 +9,10 @@ by one misses the next (``lpad``, ``printf('%1000000000d', 1)``, nested ``replac
 ``list_reduce(l, lambda a, x: a || a)``, a recursive CTE that doubles a string), so the rule
 bounds the *size* of every value instead, from the parsed tree:
 
-- every expression gets an upper bound ``A + Σ m_c·|c|`` (see :mod:`guard_size_model`):
+- every expression gets an upper bound ``A + Σ m_c·|c|`` (see :mod:`model`):
   concatenation adds, ``CASE``/``COALESCE`` take the larger branch, predicates and arithmetic
   are fixed-width, functions follow their kind in the family's table (``repeat`` multiplies,
-  ``lpad`` sets an absolute width, ``hex`` doubles …; :mod:`guard_size_kinds`);
+  ``lpad`` sets an absolute width, ``hex`` doubles …; :mod:`kinds`);
 - columns resolve through CTEs, subqueries, ``SELECT``-list aliases (DuckDB lets a
   projection reuse an earlier one: ``a || a AS b, b || b AS c`` doubles per step) and lambda
   parameters; aggregates and recursive CTEs count as stored values — their size is what the
@@ -25,7 +25,7 @@ bounds the *size* of every value instead, from the parsed tree:
   thread) and 1076 MB (two); constant expressions are folded once (+2 MB for the same value
   repeated over a million rows), so the bound is conservative for them;
 - a count that is not a literal (``repeat('█', cnt / 10)``) is rewritten in the tree to a
-  bounded form that keeps every result under the bound (:mod:`guard_size_counts`); what
+  bounded form that keeps every result under the bound (:mod:`counts`); what
   cannot be bounded is refused with ``value_too_large`` and a message saying what to write.
 
 The rule runs once on the whole tree (policy rule kind ``"tree"``) and may rewrite counts in
@@ -43,9 +43,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-from relay_nb.connectors.sql import guard_size_counts as counts
-from relay_nb.connectors.sql.guard_size_kinds import KINDS, Call
-from relay_nb.connectors.sql.guard_size_model import (
+from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes import counts
+from relay_nb.connectors.sql.sizes.call import Call
+from relay_nb.connectors.sql.sizes.kinds import KINDS
+from relay_nb.connectors.sql.sizes.model import (
     FIXED,
     FIXED_BYTES,
     LIST,
@@ -61,10 +63,9 @@ from relay_nb.connectors.sql.guard_size_model import (
     over_runs,
     per_run,
 )
-from relay_nb.connectors.sql.guard_size_nodes import handler as _handler
-from relay_nb.connectors.sql.guard_size_scope import Rel, Scope
-from relay_nb.connectors.sql.guard_size_steps import check_growth
-from relay_nb.connectors.sql.guard_text import fold
+from relay_nb.connectors.sql.sizes.nodes import handler as _handler
+from relay_nb.connectors.sql.sizes.scope import Rel, Scope
+from relay_nb.connectors.sql.sizes.steps import check_growth
 
 if TYPE_CHECKING:
     from relay_nb.connectors.sql.policies.base import Findings, GuardPolicy
@@ -273,7 +274,7 @@ class _Sizer:
 
     def recursive(self, name: str, body: exp.SetOperation, columns: list[str], scope: Scope) -> Rel:
         """A recursive CTE may add to a value per step (a path ``p || '/' || name``: bounded
-        steps for SQLite, :mod:`guard_size_steps`), never combine two recursive values
+        steps for SQLite, :mod:`steps`), never combine two recursive values
         (``s || s`` doubles per step: 2^40 bytes in 40 steps).
 
         The step is sized twice: a probe learns what kind of value each column becomes (a
