@@ -43,6 +43,7 @@ __all__ = [
     "check_byte_limits",
     "clip_value",
     "describe_bytes",
+    "json_head",
     "value_size",
 ]
 
@@ -157,7 +158,7 @@ def clip_value(value: Any, limit: int) -> Any:
     if isinstance(value, str):
         text = value[: limit + margin]
     elif isinstance(value, Mapping | list | tuple):
-        text = _json_head(value, limit + margin)
+        text = json_head(value, limit + margin)
     else:
         text = str(value)[: limit + margin]
     if patterns is not None:
@@ -170,10 +171,11 @@ def clip_value(value: Any, limit: int) -> Any:
     return head + CLIP_MARK
 
 
-def _json_head(value: Any, limit: int) -> str:
-    """The start of a nested value's JSON text, produced piece by piece so a huge value is
-    never serialised whole just to be cut."""
-    encoder = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":"))
+def json_head(value: Any, limit: int, *, separators: tuple[str, str] | None = (",", ":")) -> str:
+    """The start of ``value``'s JSON text, a little past ``limit`` characters, produced piece
+    by piece so a huge value is never serialised whole just to be cut (``separators=None``
+    is ``json.dumps``' default spacing)."""
+    encoder = json.JSONEncoder(default=str, ensure_ascii=False, separators=separators)
     pieces: list[str] = []
     size = 0
     for piece in encoder.iterencode(value):

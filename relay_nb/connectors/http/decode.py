@@ -44,6 +44,7 @@ from relay_nb.connectors.bounds import (
     ResultBudget,
     clip_value,
     describe_bytes,
+    json_head,
     value_size,
 )
 from relay_nb.connectors.http.fetch import Deadline, Fetched
@@ -256,15 +257,7 @@ def _compact_head(meta: dict[str, Any], limit: int) -> str:
             more = value.total - len(value.items)
             value = value.items + ([f"… {more:,} more"] if more else [])
         shown[key] = value
-    encoder = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":"))
-    pieces: list[str] = []
-    size = 0
-    for piece in encoder.iterencode(shown):
-        pieces.append(piece)
-        size += len(piece)
-        if size > limit + _REDACT_MARGIN:
-            break
-    return _clip(redact("".join(pieces)), limit)
+    return _clip(redact(json_head(shown, limit + _REDACT_MARGIN)), limit)
 
 
 def _csv_frame(text: str, row_limit: int, budget: ResultBudget) -> _Decoded | None:

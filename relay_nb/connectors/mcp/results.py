@@ -24,6 +24,7 @@ from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
+    json_head,
 )
 from relay_nb.connectors.mcp.text import redacted_clip
 from relay_nb.connectors.results import QueryResult, frame_from_records, preview_for_model
@@ -86,24 +87,10 @@ def tool_result(
         preview = preview_for_model(query, max_chars=max_chars)
         return ToolResult(content=redact(preview, extra=secrets), artifact=query)
     if not text and structured is not None:
-        text = _json_head(structured, taken)
+        text = json_head(structured, taken, separators=None)
     return ToolResult(
         content=redacted_clip(text or "(the tool returned no content)", max_chars, secrets=secrets)
     )
-
-
-def _json_head(value: Any, limit: int) -> str:
-    """The first ``limit`` characters (or a few more) of ``value`` as JSON, produced piece by
-    piece: a huge structure is never serialised whole to show its start."""
-    encoder = json.JSONEncoder(default=str, ensure_ascii=False)
-    pieces: list[str] = []
-    size = 0
-    for piece in encoder.iterencode(value):
-        pieces.append(piece)
-        size += len(piece)
-        if size > limit:
-            break
-    return "".join(pieces)
 
 
 def records_in(structured: Any) -> list[dict[str, Any]] | None:
