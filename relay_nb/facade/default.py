@@ -3,12 +3,19 @@
 ``relay_nb.default_relay(model=..., ...)`` builds it with ``Relay``'s keywords;
 ``relay_nb.session()`` is its deprecated former name. Every live ``Relay`` is closed when the
 kernel shuts down, so no connection outlives it.
+
+Re-running the cell that built it is an analyst's habit, not a mistake: the same options give
+the same relay back; a changed turn setting (``model``, ``max_steps``, ``max_cost_usd`` …) is
+applied to it and said in one line, connectors, conversation and usage kept; an option that
+only means something at creation (``ledger``, ``config``, ``prices`` …) asks for
+``fresh=True``, which closes the old relay and builds a new one.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import inspect
 import threading
 import warnings
 from typing import Any
@@ -29,32 +36,97 @@ def _close_all_at_exit() -> None:
 
 
 _default: Relay | None = None
+_created_with: dict[str, Any] = {}
+"""The creation-only options the default relay was built with (see :data:`_SETTINGS`)."""
 _default_guard = threading.Lock()
 
+_SETTINGS = (
+    "model", "max_steps", "max_cost_usd", "max_tokens", "max_output_tokens", "approval",
+    "tier", "context_window", "max_retries", "retry_base_s",
+)  # fmt: skip
+"""Options that are turn settings: ``Relay.configure`` changes them on a live relay."""
 
-def default_relay(model: ModelSetting = None, **options: Any) -> Relay:
+
+def default_relay(model: ModelSetting = None, *, fresh: bool = False, **options: Any) -> Relay:
     """The kernel's default ``Relay`` (the one ``%relay`` uses), created on first call with
     ``model`` and ``options`` (``Relay``'s keywords).
 
-    Options apply when it is created; to change them later, use ``relay.configure(...)``
-    or build a ``Relay`` yourself.
+    Called again (a re-run cell): the turn settings given (``model``, ``max_steps``,
+    ``max_cost_usd``, ``approval`` …) are applied to the same relay, with one line saying
+    what changed; its connectors, conversation and usage are kept. Options that only apply
+    when a relay is created (``ledger``, ``config``, ``prices``, ``session_max_cost_usd`` …)
+    must match, or ``fresh=True`` closes the old relay and creates a new one. After
+    ``relay.close()``, the next call creates a new one.
     """
-    global _default
+    global _default, _created_with
     with _default_guard:
+        if fresh and _default is not None:
+            old, _default = _default, None
+            old.close()
+        if _default is not None and _default.closed:  # relay.close() ran: start anew
+            _default = None
         if _default is None:
             _default = Relay(model, **options)
+            _created_with = {k: v for k, v in options.items() if k not in _SETTINGS}
         elif model is not None or options:
-            raise ConfigurationError(
-                "the default relay already exists; options apply only when it is created "
-                "(relay.configure(...) changes its settings; build your own Relay(...) for "
-                "different ones)"
-            )
+            _apply_again(_default, {"model": model, **options})
         return _default
 
 
+def _apply_again(relay: Relay, requested: dict[str, Any]) -> None:
+    """A re-run's options on the live relay: settings applied (changes said), creation-only
+    options checked against what it was created with."""
+    inspect.signature(Relay).bind(**requested)  # a misspelt option: Relay's own TypeError
+    given = {k: v for k, v in requested.items() if v is not None}
+    fixed = {k: v for k, v in given.items() if k not in _SETTINGS}
+    differ = [k for k, v in fixed.items() if not _same(v, _created_with.get(k))]
+    if differ:
+        raise ConfigurationError(
+            f"the default relay was created with other values of {', '.join(differ)}, which "
+            "apply only when it is created: default_relay(..., fresh=True) closes it and "
+            "starts a new one (connectors, conversation and usage totals start over)"
+        )
+    settings = {k: v for k, v in given.items() if k in _SETTINGS}
+    if not settings:
+        return
+    before = relay.settings
+    relay.configure(**settings)  # a re-run's new model object replaces the old one
+    after = relay.settings
+    changes = [
+        f"{name} {_shown(getattr(before, name))} -> {_shown(getattr(after, name))}"
+        for name in settings
+        if _shown(getattr(before, name)) != _shown(getattr(after, name))
+    ]
+    if changes:
+        print(f"default relay: {', '.join(changes)} (connectors, conversation and usage kept)")
+
+
+def _same(value: Any, created: Any) -> bool:
+    """Equal, or the same function defined again (a re-run cell makes a new function object
+    from the same code)."""
+    if value is created or value == created:
+        return True
+    code, other = getattr(value, "__code__", None), getattr(created, "__code__", None)
+    if code is None or other is None:
+        return False
+    return (code.co_code, code.co_consts, code.co_names) == (
+        other.co_code,
+        other.co_consts,
+        other.co_names,
+    )
+
+
+def _shown(value: Any) -> str:
+    """A setting as the change line shows it: a runtime object by its ``id``."""
+    if value is None or isinstance(value, str | int | float):
+        return str(value)
+    return str(getattr(value, "id", None) or type(value).__name__)
+
+
 def existing_default_relay() -> Relay | None:
-    """The kernel's default ``Relay`` if one was created, else None (nothing is built)."""
-    return _default
+    """The kernel's default ``Relay`` if one was created and is not closed, else None
+    (nothing is built)."""
+    return _default if _default is not None and not _default.closed else None
 
 
 def session(**options: Any) -> Relay:

@@ -523,11 +523,18 @@ class Relay:
 
     def close(self) -> None:
         """Close connectors, model clients and the ledger."""
+        open_relays.discard(self)
         run_sync(self._engine.aclose())
 
     async def aclose(self) -> None:
         """``await relay.aclose()``: :meth:`close` on the caller's loop."""
+        open_relays.discard(self)
         await self._engine.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran (its connectors, model clients and ledger are gone)."""
+        return self not in open_relays
 
 
 def _call_layer(
