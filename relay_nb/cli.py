@@ -44,7 +44,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="relay-nb", description="relay_nb: ask your data in plain language from Jupyter."
     )
     parser.add_argument("--version", action="version", version=f"relay-nb {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = commands.add_parser(
         "demo",
@@ -150,7 +150,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `relay-nb` alone: what it can do, not an error
+        parser.print_help()
+        return 0
     handler = {"demo": _demo, "invoke": _invoke, "conformance": _conformance}[args.command]
     try:
         outcome = handler(args)

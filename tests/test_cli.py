@@ -73,3 +73,10 @@ def test_bad_numbers_are_usage_errors_not_tracebacks():
     )
     assert out.returncode == 2
     assert "must be greater than 0" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_no_arguments_lists_the_commands_and_succeeds():
+    out = run()
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.startswith("usage: relay-nb")
+    assert all(command in out.stdout for command in ("demo", "invoke", "conformance"))
