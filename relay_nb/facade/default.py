@@ -18,13 +18,15 @@ import contextlib
 import inspect
 import threading
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 from relay_nb.agent.routing import ModelSetting
+from relay_nb.agent.settings import TurnSettings
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.relay import Relay, open_relays
 
-__all__ = ["default_relay", "existing_default_relay", "session"]
+__all__ = ["default_relay", "existing_default_relay", "session", "setting_changes"]
 
 
 @atexit.register
@@ -91,12 +93,7 @@ def _apply_again(relay: Relay, requested: dict[str, Any]) -> None:
         return
     before = relay.settings
     relay.configure(**settings)  # a re-run's new model object replaces the old one
-    after = relay.settings
-    changes = [
-        f"{name} {_shown(getattr(before, name))} -> {_shown(getattr(after, name))}"
-        for name in settings
-        if _shown(getattr(before, name)) != _shown(getattr(after, name))
-    ]
+    changes = setting_changes(before, relay.settings, settings)
     if changes:
         print(f"default relay: {', '.join(changes)} (connectors, conversation and usage kept)")
 
@@ -116,10 +113,18 @@ def _same(value: Any, created: Any) -> bool:
     )
 
 
+def setting_changes(before: TurnSettings, after: TurnSettings, names: Iterable[str]) -> list[str]:
+    """``"max_steps 8 -> 3"`` for each of ``names`` whose value changed, as the analyst is
+    told (a runtime object by its ``id``, skills by name)."""
+    shown = [(name, _shown(getattr(before, name)), _shown(getattr(after, name))) for name in names]
+    return [f"{name} {old} -> {new}" for name, old, new in shown if old != new]
+
+
 def _shown(value: Any) -> str:
-    """A setting as the change line shows it: a runtime object by its ``id``."""
     if value is None or isinstance(value, str | int | float):
         return str(value)
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value)) or "none"
     return str(getattr(value, "id", None) or type(value).__name__)
 
 

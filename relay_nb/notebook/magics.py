@@ -1,10 +1,10 @@
 """``%relay`` and ``%%relay``: ask a question from a cell, or manage the session.
 
-Layout, after JupySQL: the magic parses its line into a :class:`Command` (options first, each
-starting with ``--``, then the question as raw text, so apostrophes and SQL-looking words in a
-question are never mistaken for syntax), and runs it against the kernel's default ``Relay``
-(``relay_nb.default_relay()``), through its public methods only. Settings are traitlets:
-``%config RelayMagics.max_cost_usd = 0.5``.
+Layout, after JupySQL: the magic parses its line into a :class:`~relay_nb.notebook.command.
+Command` (:mod:`relay_nb.notebook.command` declares the options and the help) and runs it
+against the kernel's default ``Relay`` (``relay_nb.default_relay()``), through its public
+methods only. Settings are traitlets (``%config RelayMagics.max_cost_usd = 0.5``), or
+options alone on a line (``%relay --model PROFILE``): both change the running session.
 
 Errors are raised, so "Run All" and nbval stop at the failing cell, but shown short: a usage
 mistake as IPython's ``UsageError``, anything else relay_nb reports as one line (no
@@ -14,23 +14,21 @@ traceback into library internals, no secrets).
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, validate
 
 from relay_nb.agent.approval import Approver
 from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import ConfigurationError, RelayError
-from relay_nb.facade.default import default_relay, existing_default_relay
+from relay_nb.facade.default import default_relay, existing_default_relay, setting_changes
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
+from relay_nb.notebook.command import HELP, IDENTIFIER, Command, interpolate, parse_command
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
@@ -38,46 +36,8 @@ from relay_nb.views import describe_usage
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
-# option -> number of values it takes
-_OPTIONS: dict[str, int] = {
-    "--model": 1,
-    "--skill": 1,
-    "--max-steps": 1,
-    "--max-cost": 1,
-    "--out": 1,
-    "--sql": 0,
-    "--connect": 2,
-    "--tables": 1,
-    "--row-limit": 1,
-    "--disconnect": 1,
-    "--connectors": 0,
-    "--refresh": 0,
-    "--config": 1,
-    "--usage": 0,
-    "--history": 0,
-    "--reset": 0,
-}
-_ACTIONS = (
-    "--connect",
-    "--disconnect",
-    "--connectors",
-    "--refresh",
-    "--config",
-    "--usage",
-    "--history",
-    "--reset",
-)
-_INTERPOLATED = ("connect", "config", "tables", "model")
 NAMESPACE_SOURCE = "notebook_dataframes"
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
-
-USAGE = (
-    "usage: %relay [--model PROFILE] [--skill NAME] [--max-steps N] [--max-cost USD] "
-    "[--out VAR] [--sql] QUESTION  |  %relay --connect NAME URL_OR_VARIABLE [--tables a,b] "
-    "[--row-limit N]  |  %relay --disconnect NAME | --config FILE | --connectors | --refresh "
-    "| --usage | --history | --reset"
-)
+_INTERPOLATED = ("connect", "config", "tables", "model")
 
 
 class RelayCellError(Exception):
@@ -85,112 +45,6 @@ class RelayCellError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         return [f"RelayError: {self}"]
-
-
-@dataclass
-class Command:
-    """A parsed ``%relay`` line: options by name (without ``--``) and the question."""
-
-    options: dict[str, Any] = field(default_factory=dict)
-    question: str = ""
-
-    @property
-    def action(self) -> str:
-        for name in _ACTIONS:
-            if name[2:] in self.options:
-                return name[2:]
-        return "ask"
-
-
-def parse_command(line: str, cell: str | None = None) -> Command:
-    """Options up to the first word that is not one (or ``--``); the rest is the question.
-
-    In a cell magic the question is the cell body and the line holds only options.
-    """
-    words = line.split()
-    command = Command()
-    index = 0
-    while index < len(words) and words[index].startswith("--"):
-        word = words[index]
-        if word == "--":
-            index += 1
-            break
-        if word not in _OPTIONS:
-            raise UsageError(f"unknown option {word}; {USAGE}")
-        arity = _OPTIONS[word]
-        values = words[index + 1 : index + 1 + arity]
-        if len(values) < arity or any(v.startswith("--") for v in values):
-            raise UsageError(f"{word} needs {arity} value{'s' if arity > 1 else ''}; {USAGE}")
-        key = word[2:]
-        if key in command.options:
-            raise UsageError(f"{word} given twice")
-        command.options[key] = True if arity == 0 else values[0] if arity == 1 else values
-        index += 1 + arity
-    rest = _rest_of_line(line, words, index)
-    if cell is not None:
-        if rest:
-            raise UsageError(f"%%relay takes only options on its line, got {rest!r}; {USAGE}")
-        rest = cell.strip()
-    command.question = rest
-    _check(command)
-    return command
-
-
-def _rest_of_line(line: str, words: list[str], index: int) -> str:
-    """The raw text after the first ``index`` words (spacing inside the question kept)."""
-    text = line.strip()
-    for word in words[:index]:
-        text = text[text.index(word) + len(word) :].lstrip()
-    return text
-
-
-def _check(command: Command) -> None:
-    options, actions = command.options, [a for a in _ACTIONS if a[2:] in command.options]
-    if len(actions) > 1:
-        raise UsageError(f"use one of {', '.join(actions)} at a time")
-    if actions and command.question:
-        raise UsageError(f"{actions[0]} takes no question; ask in a separate %relay")
-    if not actions and not command.question:
-        raise UsageError(f"no question; {USAGE}")
-    if ("tables" in options or "row-limit" in options) and "connect" not in options:
-        raise UsageError("--tables and --row-limit go with --connect")
-    for name in ("max-steps", "row-limit"):
-        if name in options and not str(options[name]).isdigit():
-            raise UsageError(f"--{name} takes a whole number, got {options[name]!r}")
-    if "max-cost" in options:
-        try:
-            float(options["max-cost"])
-        except ValueError:
-            raise UsageError(f"--max-cost takes dollars, got {options['max-cost']!r}") from None
-    if "out" in options and not _IDENTIFIER.match(options["out"]):
-        raise UsageError(f"--out takes a variable name, got {options['out']!r}")
-
-
-def interpolate(question: str, namespace: dict[str, Any]) -> str:
-    """``{name}``, ``{In[3]}``, ``{Out[4]}`` from the notebook; ``{{``/``}}`` for braces.
-
-    Only names and one integer index: a question is text, never code to evaluate.
-    """
-
-    def substitute(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token in ("{{", "}}"):
-            return token[0]
-        name, index = match.group(1), match.group(2)
-        if name not in namespace:
-            raise UsageError(
-                f"{{{name}}} in the question: no variable {name!r} in the notebook "
-                "(write {{ and }} for literal braces)"
-            )
-        value = namespace[name]
-        if index is not None:
-            try:
-                value = value[int(index)]
-            except (KeyError, IndexError, TypeError):
-                raise UsageError(f"{token}: {name} has no entry {index}") from None
-        return str(value)
-
-    return _PLACEHOLDER.sub(substitute, question)
 
 
 @magics_class
@@ -220,9 +74,22 @@ class RelayMagics(Magics):
         False, help="Like --sql on every question: put the last SQL into a new cell."
     ).tag(config=True)
 
+    @validate("model")
+    def _model_applies_now(self, proposal: Any) -> Any:
+        """``%config RelayMagics.model = ...`` changes the running session's model too (an
+        unknown profile is refused here, and the setting keeps its value)."""
+        relay = existing_default_relay()
+        if relay is not None and proposal["value"] is not None:
+            try:
+                relay.configure(model=proposal["value"])
+            except RelayError as exc:
+                raise TraitError(redact(str(exc))) from None
+        return proposal["value"]
+
     @no_var_expand  # IPython's own {x}/$x expansion would eat "$100" and "{{"; see interpolate
     @line_cell_magic
     def relay(self, line: str, cell: str | None = None) -> Any:
+        """Replaced below by the generated help (``%relay?`` shows it)."""
         command = parse_command(line, cell)
         for key in _INTERPOLATED:  # `--config {path}`: a computed path, like the question
             value = command.options.get(key)
@@ -251,6 +118,36 @@ class RelayMagics(Magics):
 
     # -- actions ------------------------------------------------------------------------------
 
+    def _help(self, command: Command) -> None:
+        print(HELP)
+
+    def _set(self, command: Command) -> None:
+        """Settings alone on a line: the session's defaults for every later question."""
+        options, relay = command.options, self._session()
+        before, rows, cap = relay.settings, self.display_rows, self.max_cost_usd
+        try:
+            if "model" in options:
+                self.model = options["model"]  # applied to the session by the validator
+        except TraitError as exc:
+            raise RelayCellError(str(exc)) from None
+        settings: dict[str, Any] = {}
+        if "max-steps" in options:
+            settings["max_steps"] = int(options["max-steps"])
+        if "skill" in options:
+            settings["skill"] = options["skill"]
+        if settings:
+            relay.configure(**settings)
+        if "max-cost" in options:
+            self.max_cost_usd = float(options["max-cost"])
+        if "rows" in options:
+            self.display_rows = int(options["rows"])
+        changes = setting_changes(before, relay.settings, ("model", "skills", "max_steps"))
+        if cap != self.max_cost_usd:
+            changes.append(f"max_cost_usd {cap} -> {self.max_cost_usd}")
+        if rows != self.display_rows:
+            changes.append(f"rows {rows} -> {self.display_rows}")
+        print(f"for every question now: {', '.join(changes)}" if changes else "nothing changed")
+
     def _ask(self, command: Command) -> NotebookTurn:
         from IPython.display import display
 
@@ -263,9 +160,10 @@ class RelayMagics(Magics):
                 "relay_nb.default_relay().connect(NAME, URL_OR_ENGINE)"
             )
         cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
+        rows = int(options["rows"]) if "rows" in options else self.display_rows
         view = None
         if self.widgets:
-            view = LiveTurnView(question, max_rows=self.display_rows, session_usage=relay.usage)
+            view = LiveTurnView(question, max_rows=rows, session_usage=relay.usage)
             view.show()
         turns_before = len(relay.turns)
         try:
@@ -290,11 +188,9 @@ class RelayMagics(Magics):
         if view is not None:
             view.finish(turn)
         else:
-            data, metadata = turn_bundle(turn, max_rows=self.display_rows)
+            data, metadata = turn_bundle(turn, max_rows=rows)
             display(data, metadata=metadata, raw=True)
-        shown = NotebookTurn.wrap(
-            turn, shown_in_cell=self.shell.execution_count, max_rows=self.display_rows
-        )
+        shown = NotebookTurn.wrap(turn, shown_in_cell=self.shell.execution_count, max_rows=rows)
         if "out" in options:
             if turn.df is None:
                 print(f"--out {options['out']}: this turn produced no DataFrame; not set")
@@ -329,7 +225,7 @@ class RelayMagics(Magics):
         so ``sales = sales[sales.amount > 0]`` in a later cell is what the next turn sees.
         """
         namespace = self.shell.user_ns
-        if not _IDENTIFIER.match(where) or where not in namespace:
+        if not IDENTIFIER.match(where) or where not in namespace:
             return where
         value = namespace[where]
         if is_frame(value):
@@ -408,6 +304,9 @@ class RelayMagics(Magics):
         if view is not None and buttons_unavailable_reason() is None:
             return ButtonApprover(view, timeout_s=self.approval_timeout_s)
         return ask_with_input
+
+
+RelayMagics.relay.__doc__ = HELP  # %relay? and %relay --help say the same
 
 
 def _variable(namespace: dict[str, Any], name: str, key: str | None = None) -> Any:

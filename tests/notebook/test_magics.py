@@ -70,7 +70,7 @@ def test_interpolation_of_variables_inputs_and_outputs(
     ("line", "message"),
     [
         ("--frobnicate what?", "unknown option --frobnicate"),
-        ("--out", "--out needs 1 value"),
+        ("--out", "--out needs VAR"),
         ("--max-steps many what?", "--max-steps takes a whole number"),
         ("--max-cost cheap what?", "--max-cost takes dollars"),
         ("--out 1x what?", "--out takes a variable name"),
@@ -78,7 +78,12 @@ def test_interpolation_of_variables_inputs_and_outputs(
         ("--usage --reset", "one of --usage, --reset"),
         ("", "no question"),
         ("--tables a,b what?", "go with --connect"),
-        ("--model", "--model needs 1 value"),
+        ("--model", "--model needs PROFILE"),
+        ("--out x", "--out go with a question"),
+        ("--sql", "--sql go with a question"),
+        ("--usage --model x", "--usage takes no --model"),
+        ("--connect a b --max-steps 3", "--connect takes no --max-steps"),
+        ("--rows some", "--rows takes a whole number"),
     ],
 )
 def test_usage_errors(shell: TestingShell, relay: Relay, line: str, message: str) -> None:
@@ -218,3 +223,54 @@ def test_the_notebooks_dataframes_are_context_for_the_next_question(
     system = model.requests[-1].system_text()
     assert '<context source="notebook_dataframes" title="first_five">' in system
     assert "first_five: DataFrame, 5 rows x 3 columns" in system
+
+
+# -- settings alone on a line, %config on a running session, help ----------------------------
+
+OTHER_MODEL = "openai-compatible:llama3.2@http://127.0.0.1:9/v1"  # built, never called here
+
+
+def test_settings_alone_on_a_line_apply_to_every_later_question(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    run = shell.run("%relay --max-steps 1 --rows 3 --max-cost 0.5")
+    assert run.stdout == (
+        "for every question now: max_steps 8 -> 1, max_cost_usd None -> 0.5, rows 20 -> 3\n"
+    )
+    assert shell.run("%relay --max-steps 1 --rows 3").stdout == "nothing changed\n"
+    model.add(query(COUNT), query(COUNT), {"text": "unused"})
+    first = shell.run("%relay count products")
+    second = shell.run("%relay list products")  # the settings hold for the next one too
+    assert first.result.finish_reason == second.result.finish_reason == "max_steps"
+    assert relay.settings.max_steps == 1
+
+
+def test_a_model_set_once_is_the_sessions_and_a_wrong_one_changes_nothing(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    run = shell.run(f"%relay --model {OTHER_MODEL}")
+    assert run.stdout == f"for every question now: model scripted -> {OTHER_MODEL}\n"
+    assert relay.settings.model == OTHER_MODEL
+    with pytest.raises(RelayCellError, match="nonsense") as caught:
+        shell.run("%relay --model nonsense:x")
+    assert "\n" not in str(caught.value) and relay.settings.model == OTHER_MODEL
+
+
+def test_config_of_the_model_changes_the_running_session(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    shell.run(f"%config RelayMagics.model = '{OTHER_MODEL}'")
+    assert relay.settings.model == OTHER_MODEL  # before, ignored once the session existed
+
+
+def test_help_lists_every_option_and_is_the_magics_docstring(
+    shell: TestingShell, relay: Relay
+) -> None:
+    from relay_nb.notebook.command import HELP, OPTIONS
+
+    text = shell.run("%relay --help").stdout
+    assert text == HELP + "\n"
+    assert all(name in text for name in OPTIONS) and "Examples:" in text
+    assert shell.ip.find_line_magic("relay").__doc__ == HELP  # what %relay? shows
+    with pytest.raises(UsageError, match="%relay --help lists them"):
+        shell.run("%relay --hlep")

@@ -1,0 +1,225 @@
+"""A ``%relay`` line as a command object: the declared options, the parser and the help.
+
+After JupySQL: options first, each starting with ``--``, then the question as raw text, so
+apostrophes and SQL-looking words in a question are never mistaken for syntax. Every option
+is declared once in :data:`OPTIONS` with its help line; the usage line, ``%relay --help`` and
+``%relay?`` are generated from that table, so they cannot drift from what the parser takes.
+
+What a line does (:attr:`Command.action`): one of the session actions (``--connect``,
+``--usage`` …); ``set`` when it has settings but no question (``%relay --model X`` makes X
+the model of every later question); else ``ask``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core.error import UsageError
+
+__all__ = ["HELP", "OPTIONS", "USAGE", "Command", "Option", "interpolate", "parse_command"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``--option`` of ``%relay``."""
+
+    values: str
+    """Its values' names, space-separated ("" for a flag)."""
+    help: str
+    kind: str = "question"
+    """``question`` (goes with a question), ``setting`` (with a question: for it only; alone:
+    for every later question), ``action`` (manages the session, no question) or ``connect``
+    (goes with ``--connect``)."""
+
+    @property
+    def arity(self) -> int:
+        return len(self.values.split())
+
+
+OPTIONS: dict[str, Option] = {
+    "--model": Option("PROFILE", "the model, e.g. anthropic:claude-sonnet-4-6", "setting"),
+    "--skill": Option("NAME", "answer with this skill only", "setting"),
+    "--max-steps": Option("N", "model calls a turn may make", "setting"),
+    "--max-cost": Option("USD", "a turn's cost cap in dollars", "setting"),
+    "--rows": Option("N", "rows of each result shown in the cell", "setting"),
+    "--out": Option("VAR", "keep the answer's table in the notebook variable VAR"),
+    "--sql": Option("", "put the last query into a new cell below"),
+    "--connect": Option("NAME TARGET", "connect a URL, engine, DataFrame or API as NAME", "action"),
+    "--tables": Option("a,b", "with --connect: the only tables the model may read", "connect"),
+    "--row-limit": Option("N", "with --connect: rows one query may return", "connect"),
+    "--disconnect": Option("NAME", "remove a connection", "action"),
+    "--connectors": Option("", "each connection and its status", "action"),
+    "--refresh": Option("", "read every schema again", "action"),
+    "--config": Option("FILE", "connect what a relay.config.json lists", "action"),
+    "--usage": Option("", "what this session's turns cost", "action"),
+    "--history": Option("", "the conversation so far", "action"),
+    "--reset": Option("", "forget the conversation (connections and usage kept)", "action"),
+    "--help": Option("", "this help", "action"),
+}
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
+_WHOLE = ("max-steps", "row-limit", "rows")
+
+
+def _spelled(name: str) -> str:
+    option = OPTIONS[name]
+    return f"{name} {option.values}" if option.values else name
+
+
+USAGE = "usage: %relay [OPTIONS] QUESTION  |  %relay --connect NAME TARGET  |  %relay --help"
+
+HELP = "\n".join(
+    [
+        "%relay QUESTION asks the connected data in plain language; %%relay takes the",
+        "question from the cell body (options on the first line).",
+        "",
+        "Options for a question (alone on a line, a setting applies to every later question):",
+        *(
+            f"  {_spelled(name):<24}{option.help}"
+            for name, option in OPTIONS.items()
+            if option.kind in ("setting", "question")
+        ),
+        "",
+        "Managing the session (one per line, no question):",
+        *(
+            f"  {_spelled(name):<24}{option.help}"
+            for name, option in OPTIONS.items()
+            if option.kind in ("action", "connect")
+        ),
+        "",
+        "{name} in a question is the notebook variable's value ({{ and }} for braces).",
+        "More settings: %config RelayMagics (e.g. %config RelayMagics.approval = 'allow').",
+        "",
+        "Examples:",
+        "  %relay --connect shop sqlite:///shop.sqlite",
+        "  %relay which customers ordered the most last month?",
+        "  %relay --model anthropic:claude-haiku-4-5 --max-cost 0.05",
+        "  %relay --out top --sql top 5 products by revenue",
+    ]
+)
+
+
+@dataclass
+class Command:
+    """A parsed ``%relay`` line: options by name (without ``--``) and the question."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    question: str = ""
+
+    @property
+    def action(self) -> str:
+        """The session action named, ``set`` (settings without a question) or ``ask``."""
+        for name, option in OPTIONS.items():
+            if option.kind == "action" and name[2:] in self.options:
+                return name[2:]
+        return "ask" if self.question else "set"
+
+
+def parse_command(line: str, cell: str | None = None) -> Command:
+    """Options up to the first word that is not one (or ``--``); the rest is the question.
+
+    In a cell magic the question is the cell body and the line holds only options.
+    """
+    words = line.split()
+    command = Command()
+    index = 0
+    while index < len(words) and words[index].startswith("--"):
+        word = words[index]
+        if word == "--":
+            index += 1
+            break
+        option = OPTIONS.get(word)
+        if option is None:
+            raise UsageError(f"unknown option {word}; %relay --help lists them")
+        values = words[index + 1 : index + 1 + option.arity]
+        if len(values) < option.arity or any(v.startswith("--") for v in values):
+            raise UsageError(f"{word} needs {option.values}; {USAGE}")
+        key = word[2:]
+        if key in command.options:
+            raise UsageError(f"{word} given twice")
+        arity = option.arity
+        command.options[key] = True if arity == 0 else values[0] if arity == 1 else values
+        index += 1 + arity
+    rest = _rest_of_line(line, words, index)
+    if cell is not None:
+        if rest:
+            raise UsageError(f"%%relay takes only options on its line, got {rest!r}; {USAGE}")
+        rest = cell.strip()
+    command.question = rest
+    _check(command)
+    return command
+
+
+def _rest_of_line(line: str, words: list[str], index: int) -> str:
+    """The raw text after the first ``index`` words (spacing inside the question kept)."""
+    text = line.strip()
+    for word in words[:index]:
+        text = text[text.index(word) + len(word) :].lstrip()
+    return text
+
+
+def _check(command: Command) -> None:
+    options = command.options
+    actions = [n for n, o in OPTIONS.items() if o.kind == "action" and n[2:] in options]
+    if len(actions) > 1:
+        raise UsageError(f"use one of {', '.join(actions)} at a time")
+    if actions and command.question:
+        raise UsageError(f"{actions[0]} takes no question; ask in a separate %relay")
+    connect_only = [n for n, o in OPTIONS.items() if o.kind == "connect" and n[2:] in options]
+    if connect_only and "connect" not in options:
+        raise UsageError(f"{' and '.join(connect_only)} go with --connect")
+    if not actions and not command.question:
+        if not options:
+            raise UsageError(f"no question; {USAGE}")
+        with_question = [n for n, o in OPTIONS.items() if o.kind == "question" and n[2:] in options]
+        if with_question:
+            raise UsageError(f"{' and '.join(with_question)} go with a question")
+    if actions:
+        kinds = ("connect",) if actions[0] == "--connect" else ()
+        others = [
+            f"--{key}"
+            for key in options
+            if f"--{key}" != actions[0] and OPTIONS[f"--{key}"].kind not in kinds
+        ]
+        if others:
+            raise UsageError(f"{actions[0]} takes no {' or '.join(others)}")
+    for name in _WHOLE:
+        if name in options and not str(options[name]).isdigit():
+            raise UsageError(f"--{name} takes a whole number, got {options[name]!r}")
+    if "max-cost" in options:
+        try:
+            float(options["max-cost"])
+        except ValueError:
+            raise UsageError(f"--max-cost takes dollars, got {options['max-cost']!r}") from None
+    if "out" in options and not IDENTIFIER.match(options["out"]):
+        raise UsageError(f"--out takes a variable name, got {options['out']!r}")
+
+
+def interpolate(question: str, namespace: dict[str, Any]) -> str:
+    """``{name}``, ``{In[3]}``, ``{Out[4]}`` from the notebook; ``{{``/``}}`` for braces.
+
+    Only names and one integer index: a question is text, never code to evaluate.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            return token[0]
+        name, index = match.group(1), match.group(2)
+        if name not in namespace:
+            raise UsageError(
+                f"{{{name}}} in the question: no variable {name!r} in the notebook "
+                "(write {{ and }} for literal braces)"
+            )
+        value = namespace[name]
+        if index is not None:
+            try:
+                value = value[int(index)]
+            except (KeyError, IndexError, TypeError):
+                raise UsageError(f"{token}: {name} has no entry {index}") from None
+        return str(value)
+
+    return _PLACEHOLDER.sub(substitute, question)
