@@ -101,8 +101,11 @@ def _apply_again(relay: Relay, requested: dict[str, Any]) -> None:
 def _same(value: Any, created: Any) -> bool:
     """Equal, or the same function defined again (a re-run cell makes a new function object
     from the same code)."""
-    if value is created or value == created:
-        return True
+    try:
+        if value is created or bool(value == created):
+            return True
+    except Exception:  # e.g. an array's elementwise ==: not the same, then
+        return False
     code, other = getattr(value, "__code__", None), getattr(created, "__code__", None)
     if code is None or other is None:
         return False
