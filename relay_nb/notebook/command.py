@@ -170,13 +170,13 @@ def _check(command: Command) -> None:
         raise UsageError(f"{actions[0]} takes no question; ask in a separate %relay")
     connect_only = [n for n, o in OPTIONS.items() if o.kind == "connect" and n[2:] in options]
     if connect_only and "connect" not in options:
-        raise UsageError(f"{' and '.join(connect_only)} go with --connect")
+        raise UsageError(f"{_listed(connect_only)} with --connect")
     if not actions and not command.question:
         if not options:
             raise UsageError(f"no question; {USAGE}")
         with_question = [n for n, o in OPTIONS.items() if o.kind == "question" and n[2:] in options]
         if with_question:
-            raise UsageError(f"{' and '.join(with_question)} go with a question")
+            raise UsageError(f"{_listed(with_question)} with a question")
     if actions:
         kinds = ("connect",) if actions[0] == "--connect" else ()
         others = [
@@ -191,11 +191,18 @@ def _check(command: Command) -> None:
             raise UsageError(f"--{name} takes a whole number, got {options[name]!r}")
     if "max-cost" in options:
         try:
-            float(options["max-cost"])
+            dollars = float(options["max-cost"])
         except ValueError:
-            raise UsageError(f"--max-cost takes dollars, got {options['max-cost']!r}") from None
+            dollars = -1.0
+        if not dollars > 0:  # NaN too
+            raise UsageError(f"--max-cost takes dollars above 0, got {options['max-cost']!r}")
     if "out" in options and not IDENTIFIER.match(options["out"]):
         raise UsageError(f"--out takes a variable name, got {options['out']!r}")
+
+
+def _listed(names: list[str]) -> str:
+    """``--out goes`` / ``--tables and --row-limit go``."""
+    return f"{names[0]} goes" if len(names) == 1 else f"{' and '.join(names)} go"
 
 
 def interpolate(question: str, namespace: dict[str, Any]) -> str:
