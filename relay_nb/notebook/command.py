@@ -205,10 +205,11 @@ def _listed(names: list[str]) -> str:
     return f"{names[0]} goes" if len(names) == 1 else f"{' and '.join(names)} go"
 
 
-def interpolate(question: str, namespace: dict[str, Any]) -> str:
+def interpolate(question: str, namespace: dict[str, Any], where: str = "the question") -> str:
     """``{name}``, ``{In[3]}``, ``{Out[4]}`` from the notebook; ``{{``/``}}`` for braces.
 
-    Only names and one integer index: a question is text, never code to evaluate.
+    Only names and one integer index: a question is text, never code to evaluate. ``where``
+    names the text in errors (``--connect`` for its values).
     """
 
     def substitute(match: re.Match[str]) -> str:
@@ -218,7 +219,7 @@ def interpolate(question: str, namespace: dict[str, Any]) -> str:
         name, index = match.group(1), match.group(2)
         if name not in namespace:
             raise UsageError(
-                f"{{{name}}} in the question: no variable {name!r} in the notebook "
+                f"{{{name}}} in {where}: no variable {name!r} in the notebook "
                 "(write {{ and }} for literal braces)"
             )
         value = namespace[name]

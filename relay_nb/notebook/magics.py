@@ -93,10 +93,11 @@ class RelayMagics(Magics):
         command = parse_command(line, cell)
         for key in _INTERPOLATED:  # `--config {path}`: a computed path, like the question
             value = command.options.get(key)
+            where = f"--{key}"
             if isinstance(value, list):
-                command.options[key] = [interpolate(v, self.shell.user_ns) for v in value]
+                command.options[key] = [interpolate(v, self.shell.user_ns, where) for v in value]
             elif isinstance(value, str):
-                command.options[key] = interpolate(value, self.shell.user_ns)
+                command.options[key] = interpolate(value, self.shell.user_ns, where)
         try:
             return getattr(self, f"_{command.action}")(command)
         except RelayError as exc:
@@ -249,10 +250,14 @@ class RelayMagics(Magics):
         import pandas as pd
         from IPython.display import display
 
+        status = self._session().connector_status()
+        if status.empty:
+            print("nothing is connected yet: %relay --connect NAME URL_OR_VARIABLE")
+            return
         with pd.option_context(
             "display.max_colwidth", None, "display.max_columns", None, "display.width", 10_000
         ):
-            display(self._session().connector_status())
+            display(status)
 
     def _refresh(self, command: Command) -> None:
         outcome = self._session().refresh()

@@ -275,3 +275,19 @@ def test_help_lists_every_option_and_is_the_magics_docstring(
     assert shell.ip.find_line_magic("relay").__doc__ == HELP  # what %relay? shows
     with pytest.raises(UsageError, match="%relay --help lists them"):
         shell.run("%relay --hlep")
+
+
+def test_connectors_with_nothing_connected_says_how_to_connect(
+    shell: TestingShell, relay: Relay
+) -> None:
+    relay.disconnect("shop")
+    assert shell.run("%relay --connectors").stdout == (
+        "nothing is connected yet: %relay --connect NAME URL_OR_VARIABLE\n"
+    )
+
+
+def test_an_unknown_variable_in_an_option_names_the_option(
+    shell: TestingShell, relay: Relay
+) -> None:
+    with pytest.raises(UsageError, match=r"\{nope\} in --connect: no variable 'nope'"):
+        shell.run("%relay --connect db {nope}")
