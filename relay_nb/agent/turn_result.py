@@ -44,6 +44,26 @@ class TurnResult(BaseModel):
     """What the turn was allowed to do, merged from its layers (``settings.origin(name)``
     says which layer set a value)."""
 
+    def __repr__(self) -> str:
+        """One line, so ``relay.ask(...)`` as a cell's last line does not print every event
+        and message (they are attributes: ``.events``, ``.messages``, ``.df``)."""
+        answer = " ".join(self.answer.split())
+        shown = answer if len(answer) <= 80 else answer[:79] + "…"
+        cost = f"${self.usage.cost_usd:.4f}" if self.usage.cost_usd is not None else "cost unknown"
+        parts = [
+            f"question={self.question!r}",
+            f"answer={shown!r}",
+            f"finish_reason={self.finish_reason!r}",
+            f"steps={self.steps}",
+            f"queries={len(self.queries)}",
+            cost,
+        ]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's pretty printer: the same line (pydantic's would list every field)."""
+        printer.text(repr(self))
+
     @property
     def artifacts(self) -> list[Any]:
         """The non-empty tool artifacts, in call order (e.g. QueryResults)."""

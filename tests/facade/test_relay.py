@@ -282,3 +282,17 @@ def test_a_dead_loop_thread_fails_the_waiting_call_instead_of_hanging():
         return 42
 
     assert LoopThread.get().run(answer()) == 42
+
+
+def test_a_turn_as_a_cells_last_line_is_one_line(shop_url: str) -> None:
+    from IPython.lib.pretty import pretty
+
+    model = ScriptedRuntime([query("SELECT COUNT(*) AS n FROM products"), {"text": "20 " * 60}])
+    relay = Relay(model, ledger=False)
+    relay.connect("shop", shop_url, tables=["products"])
+    turn = relay.ask("how many products?")
+    line = repr(turn)
+    assert pretty(turn) == line and "\n" not in line and len(line) < 240
+    assert line.startswith("TurnResult(question='how many products?', answer='20 20")
+    assert "finish_reason='stop', steps=2, queries=1" in line
+    relay.close()
