@@ -25,16 +25,15 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pydantic import BaseModel
 
 from relay_nb.connectors.base import Connector
-from relay_nb.errors import ConfigurationError
+from relay_nb.errors import ConfigurationError, ConnectorError, RelayError
 from relay_nb.redaction import redact
 from relay_nb.tools import Tool
 
-__all__ = ["DEFAULT_SCHEMA_TTL_S", "ConnectorRegistry", "ConnectorStatus"]
+__all__ = ["DEFAULT_SCHEMA_TTL_S", "ConnectorRegistry", "ConnectorStatus", "check_reachable"]
 
 DEFAULT_SCHEMA_TTL_S = 300.0
 _log = logging.getLogger(__name__)
 _STATUS_TIMEOUT_S = 15.0
-_MAX_STATUS_CHARS = 200
 
 
 class ConnectorStatus(BaseModel):
@@ -252,6 +251,29 @@ class ConnectorRegistry(Mapping[str, Connector]):
         return rows
 
 
+def check_reachable(connector: Connector, timeout_s: float) -> None:
+    """Read what ``connector`` holds (its schema, collections, endpoints) within
+    ``timeout_s``, so a wrong password, an unreachable server or a missing file fails when
+    connecting, with its whole cause on one line, not later in a status table."""
+    try:
+        _in_daemon_thread(connector.object_names).result(timeout=timeout_s)
+    except FutureTimeout:
+        raise ConnectorError(
+            f"{connector.id!r} did not answer within {timeout_s:g} s; check that the server "
+            "is running and reachable (check=False connects without this check)"
+        ) from None
+    except RelayError as exc:
+        raise type(exc)(_one_line(exc)) from None
+    except Exception as exc:
+        raise ConnectorError(
+            f"cannot connect to {connector.id!r}: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return redact(" ".join(str(exc).split()))
+
+
 def _in_daemon_thread(work: Callable[[], list[str]]) -> Future[list[str]]:
     """Run ``work`` on a daemon thread: a system that never answers must hold up neither
     the status table nor the kernel's exit (pool workers are joined at exit)."""
@@ -276,5 +298,5 @@ def _unknown(connector_id: str, known: Mapping[str, Connector]) -> Configuration
 
 
 def _short(exc: BaseException) -> str:
-    text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-    return text if len(text) <= _MAX_STATUS_CHARS else text[: _MAX_STATUS_CHARS - 1] + "…"
+    """The error on one line, whole: a cause cut mid-word is no use to fix it."""
+    return _one_line(exc) or type(exc).__name__

@@ -35,7 +35,7 @@ from relay_nb.agent.settings import Approval, TurnSettings
 from relay_nb.agent.skills import Skill, Tier
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
-from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S
+from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, check_reachable
 from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.config import apply_config, build_skill, load_config
@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 __all__ = ["LedgerSetting", "Relay", "Turn"]
 
 Turn = TurnResult
+
+CHECK_TIMEOUT_S = 10.0
+"""How long ``connect`` waits for a new connector to read what it holds."""
 """DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
 
 LedgerSetting = UsageLedger | str | os.PathLike[str] | Literal[False] | None
@@ -169,7 +172,15 @@ class Relay:
 
     # -- data -----------------------------------------------------------------------------------
 
-    def connect(self, connector_id: str, target: Any, **options: Any) -> Connector:
+    def connect(
+        self,
+        connector_id: str,
+        target: Any,
+        *,
+        check: bool = True,
+        check_timeout_s: float = CHECK_TIMEOUT_S,
+        **options: Any,
+    ) -> Connector:
         """Register a data source under ``connector_id`` (reconnecting replaces it).
 
         ``target`` picks the kind (see :mod:`relay_nb.facade.targets`):
@@ -192,10 +203,15 @@ class Relay:
           (``relay_nb.connector_types()`` lists them and their options).
 
         Every kind also takes ``name`` and ``description``. Nothing is registered when the
-        connector cannot be built: a bad URL or option leaves the session as it was.
+        connector cannot be built: a bad URL or option leaves the session as it was. With
+        ``check`` (the default) the connector reads what it holds first, within
+        ``check_timeout_s``: a wrong password, an unreachable server or a missing SQLite file
+        raises ``ConnectorError`` with the cause, and nothing is registered.
         """
         connector = connector_for(connector_id, target, options)
         try:
+            if check:
+                check_reachable(connector, check_timeout_s)
             return self._engine.add_connector(connector, replace=True)
         except BaseException:
             built_here = connector is not target

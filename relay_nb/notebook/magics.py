@@ -226,6 +226,8 @@ class RelayMagics(Magics):
         so ``sales = sales[sales.amount > 0]`` in a later cell is what the next turn sees.
         """
         namespace = self.shell.user_ns
+        if len(where) > 1 and where[0] == where[-1] and where[0] in "'\"":
+            where = where[1:-1]  # a URL quoted as in Python or a shell: the quotes go
         if not IDENTIFIER.match(where) or where not in namespace:
             return where
         value = namespace[where]

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from relay_nb import Relay, ScriptedRuntime
 from relay_nb.agent.loop import TurnResult
+from relay_nb.errors import ConnectorError
 from relay_nb.runtime.types import InvocationRequest, ToolResultPart
 from relay_nb.testing.seed import expected_rows
 
@@ -132,8 +133,9 @@ def test_database_stopped_mid_query_is_a_tool_error_and_the_pool_recovers(
 def test_a_query_while_the_database_is_down_says_it_cannot_connect(
     schema_cached: bool, pg, make_relay, ledger_file
 ) -> None:
-    """Down after a first answer (schema cached), or down from the start (connected while
-    down, nothing read yet): either way a clear "cannot connect", at once, not a hang."""
+    """Down after a first answer (schema cached), or down from the start (connecting fails
+    with the cause; connected anyway with check=False, nothing read yet): either way a clear
+    "cannot connect", at once, not a hang."""
     turns = []
     if schema_cached:
         relay, runtime = make_relay(pg.url, statement_timeout_s=20)
@@ -141,7 +143,9 @@ def test_a_query_while_the_database_is_down_says_it_cannot_connect(
         pg.stop("fast")
     else:
         pg.stop("fast")
-        relay, runtime = make_relay(pg.url, statement_timeout_s=20)
+        with pytest.raises(ConnectorError, match="cannot connect to 'shop'"):
+            make_relay(pg.url, statement_timeout_s=20)  # connecting checks, and says why
+        relay, runtime = make_relay(pg.url, statement_timeout_s=20, check=False)
 
     runtime.add(query(COUNT), relay_what_the_tool_said)
     down = relay.ask("how many products are there?")

@@ -59,8 +59,24 @@ def test_connectors_table_disconnect_and_refresh(
         shell.run("%relay --disconnect archive")
 
 
+def test_a_connection_that_fails_says_why_and_registers_nothing(
+    shell: TestingShell, relay: Relay, tmp_path: Path
+) -> None:
+    with pytest.raises(
+        RelayCellError, match=r"cannot connect to 'pg'.*Connection refused"
+    ) as caught:
+        shell.run("%relay --connect pg postgresql+psycopg://reader:hunter2@127.0.0.1:1/shop")
+    assert "hunter2" not in str(caught.value) and "\n" not in str(caught.value)
+    missing = tmp_path / "missing.sqlite"
+    with pytest.raises(RelayCellError, match="unable to open database file"):
+        shell.run(f"%relay --connect lite sqlite:///{missing}")
+    assert not missing.exists()  # never created
+    assert list(relay.connectors) == ["shop"]
+
+
 def test_passwords_are_masked_in_the_connectors_table(shell: TestingShell, relay: Relay) -> None:
-    shell.run("%relay --connect pg postgresql+psycopg://reader:hunter2@127.0.0.1:1/shop")
+    # a server that is down now, connected anyway: the status table says why
+    relay.connect("pg", "postgresql+psycopg://reader:hunter2@127.0.0.1:1/shop", check=False)
     shown = shell.run("%relay --connectors")
     row = relay.connector_status().set_index("id").loc["pg"]
     assert row["target"] == "postgresql+psycopg://reader:[REDACTED]@127.0.0.1:1/shop"
@@ -112,3 +128,8 @@ def test_load_ext_reads_relay_config_json_and_a_broken_one_fails_loudly(
     finally:
         facade._default.close()
         facade._default = None
+
+
+def test_a_quoted_url_connects(shell: TestingShell, relay: Relay, shop_url: str) -> None:
+    assert "connected 'quoted'" in shell.run(f'%relay --connect quoted "{shop_url}"').stdout
+    assert "connected 'single'" in shell.run(f"%relay --connect single '{shop_url}'").stdout

@@ -117,8 +117,17 @@ def test_postgres_passwords_real_wrong_and_in_query_options(
     try:
         with _warnings_into(evidence):
             relay.connect("shop", pg_url, tables=["orders", "customers"])
-            relay.connect("wrong", os.environ["DATABASE_URL"])
-            relay.connect("query_pw", os.environ["RELAY_WAREHOUSE_URL"])
+            for connector_id, variable in (
+                ("wrong", "DATABASE_URL"),
+                ("query_pw", "RELAY_WAREHOUSE_URL"),
+            ):
+                # connecting checks the login: the refusal is evidence too
+                _attempt(
+                    evidence,
+                    f"connect({connector_id})",
+                    lambda v=variable: relay.connect("checked", os.environ[v]),
+                )
+                relay.connect(connector_id, os.environ[variable], check=False)
             turn = relay.ask("How many orders are there?")
             for connector_id in ("wrong", "query_pw"):
                 _attempt(
@@ -165,7 +174,12 @@ def test_mongo_credentials_in_userinfo_and_query_options(
         with _warnings_into(evidence):
             for connector_id, url in urls.items():
                 # a short server-selection wait: pymongo retries a failed login until it ends
-                relay.connect(connector_id, url, timeout_s=0.5)
+                _attempt(
+                    evidence,
+                    f"connect({connector_id})",
+                    lambda u=url: relay.connect("checked", u, timeout_s=0.5),
+                )
+                relay.connect(connector_id, url, timeout_s=0.5, check=False)
             turn = relay.ask("How many orders?")
             for connector_id in urls:
                 _attempt(
@@ -213,10 +227,24 @@ def test_http_credentials_against_an_api_that_echoes_them(
         try:
             with _warnings_into(evidence):
                 for connector_id, auth in auths.items():
-                    relay.connect(connector_id, f"{api.url}/v1", auth=auth, openapi=openapi)
+                    _attempt(
+                        evidence,
+                        f"connect({connector_id})",
+                        lambda a=auth: relay.connect(
+                            "checked", f"{api.url}/v1", auth=a, openapi=openapi
+                        ),
+                    )
+                    relay.connect(
+                        connector_id, f"{api.url}/v1", auth=auth, openapi=openapi, check=False
+                    )
                 # an "OpenAPI document" that is not one: the error names its URL
                 not_a_spec = openapi.replace("/openapi.json", "/records.json")
-                relay.connect("records", f"{api.url}/v1", openapi=not_a_spec)
+                _attempt(
+                    evidence,
+                    "connect(records)",
+                    lambda: relay.connect("checked", f"{api.url}/v1", openapi=not_a_spec),
+                )
+                relay.connect("records", f"{api.url}/v1", openapi=not_a_spec, check=False)
                 turn = relay.ask("What does the echo endpoint say?")
                 for connector_id in auths:
                     connector = relay.connectors[connector_id]
@@ -337,7 +365,7 @@ def test_anthropic_key_goes_only_into_the_auth_header(
         try:
             with _warnings_into(evidence):
                 relay.connect("shop", pg_url, tables=["orders"])
-                relay.connect("wrong", os.environ["DATABASE_URL"])
+                relay.connect("wrong", os.environ["DATABASE_URL"], check=False)
                 answered = relay.ask("How many orders?")
                 refused = relay.ask("And customers?")
                 invalid = relay.ask("And products?")

@@ -18,6 +18,7 @@ import pytest
 from secret_scan import Canaries, Evidence
 
 from relay_nb import Relay, ScriptedRuntime
+from relay_nb.errors import ConnectorError
 from relay_nb.facade import default as facade
 from relay_nb.notebook.magics import RelayCellError
 from relay_nb.testing.shell import TestingShell
@@ -86,16 +87,20 @@ def test_relay_magics_connect_with_interpolated_secret_urls(
     }
     (tmp_path / "relay.config.json").write_text(json.dumps(config))
     ip.user_ns["config_path"] = str(tmp_path / "relay.config.json")
+    # a wrong login fails at --connect (below); connected anyway from Python (check=False),
+    # the turn's query is refused by the server, and that error is evidence too
+    unchecked = "relay_nb.default_relay().connect({!r}, {}, check=False{})"
     cells = [
+        "import relay_nb",
         "%relay --connect shop {pg_url} --tables orders,customers",
-        "%relay --connect warehouse {database_url}",
-        "%relay --connect by_name warehouse_url",  # a variable named, not interpolated
+        unchecked.format("warehouse", "database_url", ""),
+        unchecked.format("by_name", "warehouse_url", ""),
         "%relay --config {config_path}",
         "%%relay --out counted\nHow many orders, and what does the warehouse hold?",
         "%relay --refresh",
         # after the turn: pymongo retries a refused Mongo login for its whole server-selection
         # wait (10 s) on the next use, and the turn would wait for that schema read
-        "%relay --connect events {mongo_url} --tables orders",
+        unchecked.format("events", "mongo_url", ", collections=['orders']"),
         "%relay --connectors",
         "%relay --history",
         "%relay --usage",
@@ -125,6 +130,13 @@ def test_relay_magics_connect_with_interpolated_secret_urls(
     for cell, error in (
         ("%relay --connect broken {broken_url}", RelayCellError),  # the port is no number
         ("%relay --config {inline_path}", RelayCellError),  # an inline password is refused
+        # a wrong login is refused when connecting, the cause in one line
+        ("%relay --connect warehouse2 {database_url}", RelayCellError),
+        ("%relay --connect by_name2 warehouse_url", RelayCellError),
+        (
+            "relay_nb.default_relay().connect('events2', mongo_url, timeout_s=0.5)",
+            ConnectorError,
+        ),
     ):
         with pytest.raises(error) as raised:
             ip.run(cell)
