@@ -51,10 +51,10 @@ if TYPE_CHECKING:
 __all__ = ["LedgerSetting", "Relay", "Turn"]
 
 Turn = TurnResult
+"""DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
 
 CHECK_TIMEOUT_S = 10.0
 """How long ``connect`` waits for a new connector to read what it holds."""
-"""DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
 
 LedgerSetting = UsageLedger | str | os.PathLike[str] | Literal[False] | None
 """None: the default file (``$RELAY_DATA_DIR/usage.sqlite``); a path or URL; False: none."""

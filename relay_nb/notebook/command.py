@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from IPython.core.error import UsageError
 
@@ -28,7 +28,7 @@ class Option:
     values: str
     """Its values' names, space-separated ("" for a flag)."""
     help: str
-    kind: str = "question"
+    kind: Literal["question", "setting", "action", "connect"] = "question"
     """``question`` (goes with a question), ``setting`` (with a question: for it only; alone:
     for every later question), ``action`` (manages the session, no question) or ``connect``
     (goes with ``--connect``)."""

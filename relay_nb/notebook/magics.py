@@ -1,10 +1,10 @@
 """``%relay`` and ``%%relay``: ask a question from a cell, or manage the session.
 
-Layout, after JupySQL: the magic parses its line into a :class:`~relay_nb.notebook.command.
-Command` (:mod:`relay_nb.notebook.command` declares the options and the help) and runs it
-against the kernel's default ``Relay`` (``relay_nb.default_relay()``), through its public
-methods only. Settings are traitlets (``%config RelayMagics.max_cost_usd = 0.5``), or
-options alone on a line (``%relay --model PROFILE``): both change the running session.
+Layout, after JupySQL: the magic parses its line into a ``Command`` (the options, the parser
+and the help are declared in :mod:`relay_nb.notebook.command`) and runs it against the
+kernel's default ``Relay`` (``relay_nb.default_relay()``), through its public methods only.
+Settings are traitlets (``%config RelayMagics.max_cost_usd = 0.5``), or options alone on a
+line (``%relay --model PROFILE``): both change the running session.
 
 Errors are raised, so "Run All" and nbval stop at the failing cell, but shown short: a usage
 mistake as IPython's ``UsageError``, anything else relay_nb reports as one line (no
