@@ -70,6 +70,23 @@ def _build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_positive(float), default=300.0, help="seconds per notebook cell"
     )
 
+    ask = commands.add_parser(
+        "ask",
+        help="ask your own database a question, end to end",
+        description=(
+            "Connect TARGET (a SQLAlchemy URL such as sqlite:///shop.db or "
+            "postgresql+psycopg://user@host/db, mongodb://…, an https:// API), ask QUESTION and "
+            "print the SQL, result tables, answer, tokens and cost. Uses the model --model, "
+            "RELAY_MODEL or ANTHROPIC_API_KEY names."
+        ),
+    )
+    ask.add_argument("target", metavar="TARGET", help="e.g. sqlite:///shop.db")
+    ask.add_argument("question", metavar="QUESTION")
+    ask.add_argument("--model", metavar="PROFILE", help="e.g. anthropic:claude-haiku-4-5")
+    ask.add_argument(
+        "--tables", metavar="a,b", help="the only tables (or collections) the model may read"
+    )
+
     invoke = commands.add_parser("invoke", help="send one question to a model runtime")
     invoke.add_argument("profile", help="e.g. anthropic:claude-sonnet-4-6 or scripted:PATH")
     invoke.add_argument("question")
@@ -143,6 +160,13 @@ async def _conformance(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _ask(args: argparse.Namespace) -> int:
+    from relay_nb.demo.ask import run_ask
+
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
+    return run_ask(args.target, args.question, model=args.model, tables=tables)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from relay_nb.demo.run import run_demo
 
@@ -155,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:  # `relay-nb` alone: what it can do, not an error
         parser.print_help()
         return 0
-    handler = {"demo": _demo, "invoke": _invoke, "conformance": _conformance}[args.command]
+    handlers = {"ask": _ask, "demo": _demo, "invoke": _invoke, "conformance": _conformance}
+    handler = handlers[args.command]
     try:
         outcome = handler(args)
         return asyncio.run(outcome) if inspect.iscoroutine(outcome) else outcome

@@ -80,3 +80,47 @@ def test_no_arguments_lists_the_commands_and_succeeds():
     assert out.returncode == 0 and out.stderr == ""
     assert out.stdout.startswith("usage: relay-nb")
     assert all(command in out.stdout for command in ("demo", "invoke", "conformance"))
+
+
+def _shop(tmp_path: Path) -> str:
+    from relay_nb.testing.seed import seed_database
+
+    url = f"sqlite:///{tmp_path / 'shop.sqlite'}"
+    seed_database(url)
+    return url
+
+
+def test_ask_asks_your_own_database_and_prints_the_transcript(tmp_path):
+    script = tmp_path / "script.json"
+    sql = "SELECT name, price FROM products ORDER BY price DESC LIMIT 3"
+    script.write_text(
+        json.dumps(
+            [
+                {"tool_calls": [{"name": "query_db", "input": {"sql": sql}}]},
+                {"text": "Those three cost the most."},
+            ]
+        )
+    )
+    url = _shop(tmp_path)
+    out = run("ask", url, "which products cost the most?", "--model", f"scripted:{script}")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    words = " ".join(out.stdout.split())
+    assert words.startswith(f"relay-nb ask · model scripted:{script}, from --model.")
+    assert "Q: which products cost the most?" in lines and "A: Those three cost the most." in lines
+    assert "    FROM products" in lines  # the SQL laid out for reading
+    assert lines[-1].startswith("stop after ")
+    limited = run("ask", url, "which?", "--model", f"scripted:{script}", "--tables", "orders")
+    assert "table_not_allowed: products is not a table you may read" in limited.stdout
+
+
+def test_ask_without_a_model_or_with_a_missing_file_says_the_fix_in_one_line(tmp_path):
+    url = _shop(tmp_path)
+    no_model = run("ask", url, "how many?", ANTHROPIC_API_KEY="", RELAY_MODEL="")
+    assert no_model.returncode == 2 and no_model.stdout == ""
+    assert no_model.stderr.startswith("relay-nb: no model is configured: pass --model PROFILE")
+    assert no_model.stderr.count("\n") == 1
+    missing = tmp_path / "missing.sqlite"
+    gone = run("ask", f"sqlite:///{missing}", "how many?", "--model", "scripted:x.json")
+    assert gone.returncode == 2 and "unable to open database file" in gone.stderr
+    assert gone.stderr.count("\n") == 1 and not missing.exists()

@@ -108,7 +108,7 @@ def run_demo(
     out = out or sys.stdout
     choice = choose_model(model)
     _check_early(choice, db, notebook)
-    _say(out, "relay-nb demo · " + choice.describe())
+    say(out, "relay-nb demo · " + choice.describe())
     if notebook is not None:
         return _notebook(choice, db, notebook, timeout, out)
     shop = build_shop_database(db)
@@ -150,7 +150,7 @@ def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
             out.flush()
             turn = relay.ask(question)
             text = turn_text(
-                turn, preview_rows=PREVIEW_ROWS, format_sql=_pretty_sql("sqlite"), width=WIDTH
+                turn, preview_rows=PREVIEW_ROWS, format_sql=pretty_sql("sqlite"), width=WIDTH
             )
             print(text, file=out)
             out.flush()
@@ -158,11 +158,11 @@ def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
                 failed += 1
                 for event in turn.events:
                     if event.type == "error":
-                        _say(out, f"error: {event.message}")
+                        say(out, f"error: {event.message}")
                 for warning in turn.warnings:
-                    _say(out, f"warning: {warning}")
+                    say(out, f"warning: {warning}")
                 if turn.finish_reason == "error":
-                    _say(out, "Stopping here: the next questions would fail the same way.")
+                    say(out, "Stopping here: the next questions would fail the same way.")
                     break
         elapsed = time.perf_counter() - started
         model_name = relay.turns[-1].model if relay.turns else ""
@@ -182,7 +182,7 @@ def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
     return 1 if failed else 0
 
 
-def _pretty_sql(dialect: str) -> Callable[[str], str]:
+def pretty_sql(dialect: str) -> Callable[[str], str]:
     """Lay out SQL over lines for reading (sqlglot's pretty printer; as-is if it cannot)."""
     import sqlglot
     from sqlglot.errors import SqlglotError
@@ -225,7 +225,7 @@ def _notebook(
             file=out,
         )
     print(f"\nNotebook: {path}", file=out)
-    _say(out, "Open it in Jupyter (e.g. `jupyter lab " + path.name + "`) to ask your own.")
+    say(out, "Open it in Jupyter (e.g. `jupyter lab " + path.name + "`) to ask your own.")
     return 0
 
 
@@ -263,7 +263,7 @@ def _notebook_model(choice: ModelChoice) -> QuickstartModel:
 # -- output ---------------------------------------------------------------------------------------
 
 
-def _say(out: TextIO, text: str) -> None:
+def say(out: TextIO, text: str) -> None:
     print(textwrap.fill(text, WIDTH, break_on_hyphens=False), file=out)
     out.flush()
 
