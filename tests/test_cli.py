@@ -124,3 +124,25 @@ def test_ask_without_a_model_or_with_a_missing_file_says_the_fix_in_one_line(tmp
     gone = run("ask", f"sqlite:///{missing}", "how many?", "--model", "scripted:x.json")
     assert gone.returncode == 2 and "unable to open database file" in gone.stderr
     assert gone.stderr.count("\n") == 1 and not missing.exists()
+
+
+def test_ask_never_prints_the_password_of_the_url(tmp_path):
+    from urllib.parse import urlsplit
+
+    import pytest
+
+    url = os.environ.get("RELAY_TEST_PG_URL")
+    if not url:
+        if os.environ.get("CI") == "true":
+            pytest.fail("RELAY_TEST_PG_URL is not set under CI (scripts/services start)")
+        pytest.skip("RELAY_TEST_PG_URL is not set: run scripts/services start")
+    password = urlsplit(url).password
+    script = tmp_path / "script.json"
+    sql = "SELECT COUNT(*) AS n FROM orders"
+    script.write_text(
+        json.dumps([{"tool_calls": [{"name": "query_db", "input": {"sql": sql}}]}, {"text": "Ok."}])
+    )
+    out = run("ask", url, "how many orders?", "--model", f"scripted:{script}")
+    assert out.returncode == 0, out.stderr
+    assert password and password not in out.stdout + out.stderr
+    assert "[REDACTED]@" in out.stdout

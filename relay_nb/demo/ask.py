@@ -23,6 +23,7 @@ from relay_nb.demo.run import (
     say,
 )
 from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import redact
 
 __all__ = ["CONNECTOR_ID", "run_ask"]
 
@@ -55,12 +56,14 @@ def run_ask(
         )
     relay = Relay(choice.profile, max_tokens=REAL_TURN_CAP_TOKENS)
     try:
-        options = {"tables": tables} if tables else {}
+        allowlist = "collections" if target.lower().startswith("mongodb") else "tables"
+        options = {allowlist: tables} if tables else {}
         connector = relay.connect(CONNECTOR_ID, target, **options)
         say(out, "relay-nb ask · " + choice.describe())
         names = connector.object_names()
         shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-        print(f"\n{connector.kind} {connector.target}: {shown or 'nothing listed'}", file=out)
+        where = redact(connector.target)  # a password in the URL is never printed
+        print(f"\n{connector.kind} {where}: {shown or 'nothing listed'}", file=out)
         print("─" * WIDTH, file=out)
         out.flush()
         started = time.perf_counter()
