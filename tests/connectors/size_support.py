@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from relay_nb.connectors.sql.guard import guard_query
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy
 from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
 from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
-from relay_nb.connectors.sql.sizes.model import SizeLimits
+from relay_nb.connectors.sql.sizes.model import TEXT_FACTOR, SizeLimits
 from relay_nb.connectors.sql.sizes.nodes import handler
 from relay_nb.connectors.sql.sizes.sizer import RULE, _expansion, _Sizer, bound_value_sizes
 from relay_nb.testing.seed import ALLOWED_TABLES
@@ -38,6 +40,9 @@ __all__ = [
     "sized",
     "sqlite_functions",
     "sqlite_sizer",
+    "policy_sizer",
+    "generated_but_unsized",
+    "run_probe",
     "unlisted",
 ]
 
@@ -123,12 +128,15 @@ def probe_sqlite(shop: Path, sql: str, *, raw: bool = False) -> dict[str, Any]:
     connector runs it (``run_read_only``: read-only, ``SQLITE_LIMIT_LENGTH`` and the timeout
     per call, rows read one at a time through the byte budget). Returns the peak RSS growth in
     MiB and the error."""
+    mode = "raw" if raw else "run"
+    return run_probe(["-c", _SQLITE_PROBE, f"sqlite:///{shop}", sql, mode], timeout=110)
+
+
+def run_probe(args: list[str], *, timeout: float) -> dict[str, Any]:
+    """Run a probe script in a fresh Python process (so its peak memory is its own) and
+    return what it printed last, as JSON; a probe that fails shows its stderr."""
     done = subprocess.run(
-        [sys.executable, "-c", _SQLITE_PROBE, f"sqlite:///{shop}", sql, "raw" if raw else "run"],
-        capture_output=True,
-        text=True,
-        timeout=110,
-        check=False,
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -152,17 +160,22 @@ def arities(nargs: set[int]) -> list[int]:
     return sorted({n for n in nargs if n >= 0} | ({1, 2, 3} if -1 in nargs else set()))
 
 
-def sqlite_sizer(limits: SizeLimits | None = None) -> _Sizer:
-    """The analysis with SQLite's class data (its limits unless told), to size one node."""
-    policy = SQLitePolicy
+def policy_sizer(policy: type[GuardPolicy], limits: SizeLimits | None = None) -> _Sizer:
+    """The analysis with a family's class data, as ``bound_value_sizes`` builds it (the
+    family's limits unless told), to size one node."""
     return _Sizer(
         exp.Null(),
         policy.size_functions,
         policy.size_prefixes,
         limits or policy.size_limits,
-        "sqlite",
-        policy.size_text_factor,
+        policy.dialects[0],
+        getattr(policy, "size_text_factor", TEXT_FACTOR),
     )
+
+
+def sqlite_sizer(limits: SizeLimits | None = None) -> _Sizer:
+    """The analysis with SQLite's class data (its limits unless told), to size one node."""
+    return policy_sizer(SQLitePolicy, limits)
 
 
 def unlisted(node: exp.Expr, sizer: _Sizer, dialect: str = "sqlite") -> bool:
@@ -171,3 +184,25 @@ def unlisted(node: exp.Expr, sizer: _Sizer, dialect: str = "sqlite") -> bool:
     if handler(type(node)).__name__ not in ("_func", "_binary") or not isinstance(node, exp.Func):
         return False
     return sizer.rule(node) is None and _expansion(node, dialect) is None
+
+
+def generated_but_unsized(
+    dialect: str, parsed: Iterable[str], variable: set[str], sizer: _Sizer
+) -> list[str]:
+    """Each function name the dialect's parser knows (``parsed``), called with one to three
+    arguments, whose generated SQL calls a variable-size function the analysis does not
+    size: the parser knows other dialects' functions and the generator rewrites some
+    (``space(n)`` → ``REPEAT(' ', n)``), and what runs must be what was sized."""
+    missing = []
+    for name in sorted(parsed):
+        for arity in (1, 2, 3):
+            call = f"SELECT {name}({', '.join(f'a{i}' for i in range(arity))})"
+            try:
+                node = sqlglot.parse_one(call, read=dialect).expressions[0]
+                out = node.sql(dialect, unsupported_level=sqlglot.ErrorLevel.IGNORE)
+            except Exception:
+                continue
+            head = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(", out)
+            if head and head.group(1).lower() in variable and unlisted(node, sizer, dialect):
+                missing.append(f"{name}/{arity} → {out[:50]}")
+    return missing

@@ -9,21 +9,24 @@ one thread: the memory limit bounds operators, not the scalar values these queri
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import textwrap
 from typing import Any
 
 import pytest
 import sqlglot
-from size_support import accepted, guarded, refusal
-from sqlglot import exp
+from size_support import (
+    accepted,
+    generated_but_unsized,
+    guarded,
+    policy_sizer,
+    refusal,
+    run_probe,
+    unlisted,
+)
 
 from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
-from relay_nb.connectors.sql.sizes.nodes import handler
-from relay_nb.connectors.sql.sizes.sizer import RULE, _expansion, _Sizer
+from relay_nb.connectors.sql.sizes.sizer import RULE
 from relay_nb.errors import UnsafeQueryError
 
 
@@ -59,23 +62,10 @@ def _variable_size_functions() -> dict[str, set[int]]:
     return out
 
 
-def _sizer() -> _Sizer:
-    policy = DuckDBPolicy
-    return _Sizer(exp.Null(), policy.size_functions, policy.size_prefixes, policy.size_limits)
-
-
-def _unlisted(node: exp.Expr, sizer: _Sizer) -> bool:
-    """A function the analysis would take for fixed-width: not in the table, not generated as
-    another function, and not a SQL construct it sizes itself (CASE, CAST, [..], {..})."""
-    if handler(type(node)).__name__ not in ("_func", "_binary") or not isinstance(node, exp.Func):
-        return False  # operators (a ^ b, a || b) are sized by the analysis itself
-    return sizer.rule(node) is None and _expansion(node, "duckdb") is None
-
-
 def test_every_variable_size_function_of_the_engine_has_a_size_rule():
     functions = _variable_size_functions()
     assert len(functions) > 300  # the engine reports them: the test cannot pass empty
-    sizer, missing = _sizer(), []
+    sizer, missing = policy_sizer(DuckDBPolicy), []
     for name, arities in sorted(functions.items()):
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):  # operators: listed by symbol
             if name not in DuckDBPolicy.size_functions:
@@ -87,7 +77,7 @@ def test_every_variable_size_function_of_the_engine_has_a_size_rule():
                 node = sqlglot.parse_one(call, read="duckdb").expressions[0]
             except sqlglot.errors.ParseError:
                 continue  # the guard refuses what sqlglot cannot parse
-            if _unlisted(node, sizer):
+            if unlisted(node, sizer, "duckdb"):
                 missing.append(f"{name}/{arity} ({type(node).__name__})")
     assert not missing, missing
 
@@ -97,18 +87,8 @@ def test_every_function_sqlglot_writes_as_a_variable_size_one_is_sized():
     them (``space(n)`` → ``REPEAT(' ', n)``): what runs must be what was sized."""
     from sqlglot.dialects.duckdb import DuckDB
 
-    variable, sizer, missing = set(_variable_size_functions()), _sizer(), []
-    for name in sorted(DuckDB.Parser.FUNCTIONS):
-        for arity in (1, 2, 3):
-            call = f"SELECT {name}({', '.join(f'a{i}' for i in range(arity))})"
-            try:
-                node = sqlglot.parse_one(call, read="duckdb").expressions[0]
-                out = node.sql("duckdb", unsupported_level=sqlglot.ErrorLevel.IGNORE)
-            except Exception:
-                continue
-            head = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(", out)
-            if head and head.group(1).lower() in variable and _unlisted(node, sizer):
-                missing.append(f"{name}/{arity} → {out[:50]}")
+    variable, sizer = set(_variable_size_functions()), policy_sizer(DuckDBPolicy)
+    missing = generated_but_unsized("duckdb", DuckDB.Parser.FUNCTIONS, variable, sizer)
     assert not missing, missing
 
 
@@ -190,15 +170,7 @@ HARM = {
 
 
 def _probe(sql: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, sql],
-        capture_output=True,
-        text=True,
-        timeout=110,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_probe(["-c", _PROBE, sql], timeout=110)
 
 
 @pytest.mark.parametrize(("reduced", "full"), HARM.values(), ids=HARM.keys())

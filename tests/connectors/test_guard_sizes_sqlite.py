@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -34,6 +33,7 @@ from size_support import (
     ROW_LIMIT,
     accepted,
     arities,
+    generated_but_unsized,
     guarded,
     probe_sqlite,
     refusal,
@@ -153,18 +153,7 @@ def test_every_function_sqlglot_writes_as_a_variable_size_one_is_sized():
     from sqlglot.dialects.sqlite import SQLite
 
     variable = set(sqlite_functions()) - FIXED - REFUSED_BY_GUARD
-    sizer, missing = sqlite_sizer(), []
-    for name in sorted(SQLite.Parser.FUNCTIONS):
-        for arity in (1, 2, 3):
-            call = f"SELECT {name}({', '.join(f'a{i}' for i in range(arity))})"
-            try:
-                node = sqlglot.parse_one(call, read="sqlite").expressions[0]
-                out = node.sql("sqlite", unsupported_level=sqlglot.ErrorLevel.IGNORE)
-            except Exception:
-                continue
-            head = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(", out)
-            if head and head.group(1).lower() in variable and unlisted(node, sizer):
-                missing.append(f"{name}/{arity} → {out[:50]}")
+    missing = generated_but_unsized("sqlite", SQLite.Parser.FUNCTIONS, variable, sqlite_sizer())
     assert not missing, missing
 
 

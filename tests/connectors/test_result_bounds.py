@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from size_support import run_probe
 
 from relay_nb.connectors.bounds import (
     CLIP_MARK,
@@ -228,15 +226,7 @@ ONE_HUGE_ROW = {  # one 60 MB value: larger than the whole result may be
 
 
 def _probe(mode: str, url: str, sql: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, str(PROBE), mode, url, sql],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_probe([str(PROBE), mode, url, sql], timeout=120)
 
 
 @pytest.mark.parametrize("payload", [HUGE_ROWS, ONE_HUGE_ROW], ids=["huge-rows", "one-huge-row"])
