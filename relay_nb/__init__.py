@@ -7,9 +7,23 @@ provider SDKs and database drivers load only when something needs them.
 from __future__ import annotations
 
 import importlib
+import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# A library does not decide where its log records go (the logging HOWTO's advice): without
+# this, Python's last-resort handler prints each WARNING record raw to stderr — a failed
+# context source's ``context_source_failed source=… status=…`` under a notebook cell — when
+# the turn already says the same in its warnings. An application that configures logging
+# still gets every record.
+logging.getLogger("relay_nb").addHandler(logging.NullHandler())
+
+if "IPython" in sys.modules:  # in a notebook: a TurnResult shows as its trace
+    from relay_nb.notebook import show_turns_as_traces
+
+    show_turns_as_traces()
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

@@ -27,7 +27,7 @@ from pydantic.fields import FieldInfo
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.redaction import redact
 
-__all__ = ["TOOL_NAME", "Tool", "ToolHandler", "ToolResult", "tool_from_function"]
+__all__ = ["TOOL_NAME", "Tool", "ToolHandler", "ToolResult", "short_float", "tool_from_function"]
 
 _MAX_ERROR_CHARS = 600
 _MAX_RESULT_CHARS = 4000
@@ -412,6 +412,16 @@ def _to_result(produced: Any) -> ToolResult | str:
     return text
 
 
+def short_float(value: float) -> str:
+    """A float as the model and the analyst read it: at most 15 significant digits, so a sum
+    such as ``116444.02999999998`` (binary rounding) reads ``116444.03``; ``1350.0`` stays
+    ``1350.0``. Nothing meaningful is lost: a double carries 15-17 significant digits."""
+    try:
+        return repr(float(f"{value:.15g}"))
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
+
+
 def _frame_preview(frame: Any) -> str:
     """A compact CSV head the model can read; the full frame stays local as the artifact.
 
@@ -419,7 +429,11 @@ def _frame_preview(frame: Any) -> str:
     whole text, count line included, within ``_PREVIEW_CHARS``.
     """
     rows, columns = frame.shape
-    csv_lines = frame.head(_PREVIEW_ROWS).to_csv(index=not _is_default_index(frame)).splitlines()
+    csv_lines = (
+        frame.head(_PREVIEW_ROWS)
+        .to_csv(index=not _is_default_index(frame), float_format=short_float)
+        .splitlines()
+    )
     budget = _PREVIEW_CHARS - 80  # room for the count line
     header = csv_lines[0] if csv_lines else ""
     if len(header) > budget:  # absurdly wide frames: cut the header rather than overflow

@@ -91,6 +91,8 @@ class UsageEvent(_Event):
     type: Literal["usage"] = "usage"
     usage: Usage
     model: str
+    simulated: Literal["scripted", "replayed"] | None = None
+    """See ``InvocationResult.simulated``."""
 
 
 class DoneEvent(_Event):

@@ -52,6 +52,8 @@ class LedgerRow(BaseModel):
     notebook: str | None = None
     model: str
     provider: str
+    """Who answered; ``scripted`` or ``replayed`` when no model did (the cost is then what
+    ``model`` would have cost, not money spent)."""
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
     cache_read_tokens: int | None = Field(default=None, ge=0)
@@ -90,7 +92,7 @@ class LedgerRow(BaseModel):
             step=step,
             notebook=notebook,
             model=result.model,
-            provider=result.provider,
+            provider=result.simulated or result.provider,
             input_tokens=used.input_tokens,
             output_tokens=used.output_tokens,
             cache_read_tokens=used.cache_read_tokens,

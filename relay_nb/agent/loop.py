@@ -21,6 +21,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Literal
 
 from relay_nb.agent.accounting import runtime_model
 from relay_nb.agent.caps import Reservation
@@ -117,6 +118,7 @@ class _Turn:
         self.usage: Usage | None = None
         self.warnings: list[str] = []
         self.model = ""
+        self.simulated: Literal["scripted", "replayed"] | None = None
         self.last_text = ""
         self.streamed = False
         self.reservation: Reservation | None = None
@@ -267,8 +269,9 @@ class _Turn:
                 f"({request.max_output_tokens or 'default'} tokens); the answer may be incomplete"
             )
         self.model = result.model
+        self.simulated = self.simulated or result.simulated
         self.usage = priced if self.usage is None else self.usage + priced
-        self.emit(UsageEvent(usage=priced, model=result.model))
+        self.emit(UsageEvent(usage=priced, model=result.model, simulated=result.simulated))
         await accountant.record(result, priced, turn_id=self.turn_id, step=step)
 
     def _record_failure(
@@ -376,6 +379,7 @@ class _Turn:
             model=self.model
             or runtime_model(self.services.runtime)
             or getattr(self.services.runtime, "id", ""),
+            simulated=self.simulated,
             warnings=self.warnings,
             messages=messages,
             settings=self.settings,

@@ -35,6 +35,9 @@ class TurnResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     model: str = ""
+    simulated: Literal["scripted", "replayed"] | None = None
+    """Set when no model answered (see ``InvocationResult.simulated``): the views label the
+    turn so, and its cost is an estimate at ``model``'s prices, not money spent."""
     warnings: list[str] = Field(default_factory=list)
     messages: list[Message] = Field(default_factory=list)
     """This turn's messages — the question, the model's calls and replies, the tool results —

@@ -34,6 +34,7 @@ from relay_nb.connectors.bounds import (
     ResultBudget,
 )
 from relay_nb.redaction import SecretPatterns, secret_patterns
+from relay_nb.tools import short_float
 
 __all__ = [
     "QueryResult",
@@ -72,6 +73,12 @@ class QueryResult(BaseModel):
     notes: tuple[str, ...] = ()
     """What the result's bounds did (values clipped, reading stopped at the byte limit,
     columns left out), in sentences for the model and the analyst."""
+    dialect: str = ""
+    """The sqlglot dialect ``executed_sql`` is written in (SQL results only), so a view can
+    lay it out for reading."""
+    row_limit: int | None = None
+    """The connector's row limit when ``executed_sql`` fetches one row past it (``LIMIT
+    row_limit + 1``): views show the analyst's limit, not that internal fetch size."""
 
     def __repr__(self) -> str:
         more = ", truncated" if self.truncated else ""
@@ -247,7 +254,9 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     buffer = io.StringIO()
     # "\r\n" makes the writer quote a value holding either character (with "\n" alone a
     # lone "\r" went out unquoted, and reads as a line end); records are joined with "\n"
-    frame.head(max_rows).to_csv(buffer, index=False, lineterminator="\r\n")
+    frame.head(max_rows).to_csv(
+        buffer, index=False, lineterminator="\r\n", float_format=short_float
+    )
     shown = 0
     kept: list[str] = []
     for index, record in enumerate(csv_records(buffer.getvalue(), "\r\n")):

@@ -29,6 +29,7 @@ from typing import Any
 
 from relay_nb.connectors.base import Connector
 from relay_nb.context.types import ContextItem, ContextRequest
+from relay_nb.tools import short_float
 
 __all__ = [
     "ConnectorSchemaSource",
@@ -179,7 +180,9 @@ class DataFrameNamespaceSource:
         rows, cols = frame.shape
         dtypes = ", ".join(f"{c} {t}" for c, t in list(frame.dtypes.items())[:40])
         more = f" (+{cols - 40} more)" if cols > 40 else ""
-        head = frame.head(self.sample_rows).astype(str)
+        head = frame.head(self.sample_rows).map(
+            lambda v: short_float(v) if isinstance(v, float) else str(v)
+        )
         clip = self.cell_chars
         sample = [
             ", ".join(v if len(v) <= clip else v[: clip - 1] + "…" for v in row)

@@ -165,9 +165,13 @@ def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
                     say(out, "Stopping here: the next questions would fail the same way.")
                     break
         elapsed = time.perf_counter() - started
-        model_name = relay.turns[-1].model if relay.turns else ""
+        last = relay.turns[-1] if relay.turns else None
         print("\n" + "─" * WIDTH, file=out)
-        total = describe_usage(relay.usage, model_name)
+        total = describe_usage(
+            relay.usage,
+            last.model if last else "",
+            simulated=last.simulated if last else None,
+        )
         asked = len(relay.turns)
         print(f"{asked} question{'s' if asked != 1 else ''} in {elapsed:.1f} s · {total}", file=out)
     finally:
@@ -214,7 +218,9 @@ def _notebook(
     shop = build_shop_database(db_file)
     _say_database(out, shop)
     document = quickstart_notebook(in_notebook, _notebook_model(choice))
-    print(f"\nExecuting {path.name} with the python3 kernel …", file=out)
+    where = "the current directory" if path.parent == Path.cwd() else str(path.parent)
+    print(f"\nWriting {path.name} in {where} ({path.parent})", file=out)
+    print(f"Executing {path.name} with the python3 kernel …", file=out)
     out.flush()
     started = time.perf_counter()
     executed = write_and_execute(document, path, timeout=timeout)

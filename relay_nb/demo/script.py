@@ -119,9 +119,10 @@ class _Responder:
 
 
 _UNKNOWN = (
-    "I am the demo's scripted model, not a real one: offline I can only answer revenue by "
-    "month for a year, the top customers by revenue, and refunds by product category. Set "
-    "ANTHROPIC_API_KEY (or RELAY_MODEL) and use model=None to ask anything else."
+    "I am the demo's scripted model, not a real one, so I cannot answer that: offline I only "
+    "know three questions (revenue by month for a year, the top customers by revenue, and "
+    "refunds by product category). To ask anything, set a real model: %relay --model "
+    "claude-sonnet-4-5 (with ANTHROPIC_API_KEY set), or relay.configure(model=PROFILE)."
 )
 
 
@@ -141,14 +142,21 @@ def _tool_results(message: Message) -> list[Any]:
 
 
 def _intent(question: str, *, default_year: int) -> tuple[str, int] | None:
-    """Which of the three questions this is, with its parameter (a year or a count)."""
+    """Which of the three questions this is, with its parameter (a year or a count).
+
+    Only a question that asks what one of them answers is recognised: "how many customers
+    are in Germany?" mentions customers but is not "the top customers by revenue", and gets
+    the honest "I cannot answer that" rather than the top-5 table.
+    """
     text = question.lower()
-    if "refund" in text:
+    words = set(re.findall(r"[a-z]+", text))
+    if words & {"refund", "refunds", "refunded"} and words & {"category", "categories"}:
         return "refunds", 0
-    if "customer" in text:
+    ranked = words & {"top", "best", "biggest", "largest"}
+    if ranked and words & {"customer", "customers"}:
         top = re.search(r"\btop\s+(\d{1,3})\b", text)
         return "customers", int(top.group(1)) if top else 5
-    if "revenue" in text or "sales" in text:
+    if words & {"revenue", "sales"} and words & {"month", "monthly", "months"}:
         year = re.search(r"\b(20\d\d)\b", text)
         return "revenue", int(year.group(1)) if year else default_year
     return None

@@ -10,7 +10,27 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["load_ipython_extension"]
+__all__ = ["load_ipython_extension", "show_turns_as_traces"]
+
+
+def show_turns_as_traces(shell: Any = None) -> None:
+    """Make ``relay.ask(...)`` as a cell's last line show the turn's trace (its HTML), beside
+    the one-line ``repr``. Called on ``import relay_nb`` inside IPython and by
+    ``%load_ext``; the renderer is imported when a turn is first shown."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not formatters or "text/html" not in formatters:
+        return  # a plain Python process, or a shell without rich display
+    formatters["text/html"].for_type_by_name("relay_nb.agent.turn_result", "TurnResult", _turn_html)
+
+
+def _turn_html(turn: Any) -> str:
+    from relay_nb.views import turn_html
+
+    return turn_html(turn)
 
 
 def load_ipython_extension(shell: Any) -> None:
@@ -24,6 +44,7 @@ def load_ipython_extension(shell: Any) -> None:
 
     magics = RelayMagics(shell=shell)
     shell.register_magics(magics)
+    show_turns_as_traces(shell)
     cleanup = shell.input_transformers_cleanup
     if protect_question_marks not in cleanup:  # %reload_ext must not add it twice
         cleanup.append(protect_question_marks)

@@ -34,10 +34,13 @@ from relay_nb.agent.turn_result import TurnResult
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
 from relay_nb.views import CallView, TurnView, describe_usage, sql_html, table_html
+from relay_nb.views.html import ERROR_COLOR, MUTED_COLOR
 
-__all__ = ["ApprovalControls", "LiveTurnView"]
+__all__ = ["ApprovalControls", "LiveTurnView", "close_tree"]
 
 _MAX_PREVIEW_CHARS = 4000
+TICK_S = 1.0
+"""How often the live status line's elapsed time advances."""
 
 
 class LiveTurnView:
@@ -61,6 +64,8 @@ class LiveTurnView:
         self.session_before = session_usage
         self.display_id = f"relay-{uuid.uuid4().hex}"
         self.started = time.monotonic()
+        self._stopped = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="relay_nb-elapsed", daemon=True)
         self._calls: dict[str, tuple[Any, int]] = {}
         self._verdicts: dict[str, str] = {}  # tool_call_id -> "approved" / "denied …"
         self._approvals: dict[str, ApprovalControls] = {}
@@ -85,6 +90,13 @@ class LiveTurnView:
             "text/plain": "",
         }
         display(data, raw=True, display_id=self.display_id)
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        """Advance the elapsed time every second, also while one step (a 12 s query, a slow
+        model call) sends no event."""
+        while not self._stopped.wait(TICK_S):
+            self._set_status(self.view.phase)
 
     def finish(self, turn: TurnResult) -> None:
         """Blank the live widgets, show the static trace, release the widgets."""
@@ -104,18 +116,19 @@ class LiveTurnView:
         self.close()
 
     def close(self) -> None:
+        """Answer any open approval as denied, then close every widget the view made.
+
+        ``Widget.close()`` closes one model only: its layout and style models, and the
+        children of its boxes, stay open in the kernel and in the page, and JupyterLab saves
+        each open model's state into the notebook. :func:`close_tree` closes them all, so a
+        saved notebook keeps the static trace and no dead widget state.
+        """
+        self._stopped.set()
+        if self._ticker.is_alive():
+            self._ticker.join()
         for controls in list(self._approvals.values()):
             controls.answer(False, "denied: the turn ended")
-        panels = list(self.calls.children)
-        for panel in panels:
-            for child in panel.children:
-                for grandchild in getattr(child, "children", ()):
-                    grandchild.close()
-                child.close()
-            panel.close()
-        for child in self.box.children:
-            child.close()
-        self.box.close()
+        close_tree(self.box)
 
     # -- events (called on relay_nb's loop thread) -----------------------------------------------
 
@@ -142,8 +155,12 @@ class LiveTurnView:
             if call.state == "done":
                 return  # a result with no call shown (a malformed next_step): the trace has it
             panel = self._widgets.Accordion(children=[self._widgets.VBox([self._query(call)])])
+            for earlier, _index in self._calls.values():
+                if earlier.selected_index is not None and not self._keeps_open(earlier):
+                    earlier.selected_index = None  # the newest step is the one to read
             self._calls[call.tool_call_id] = (panel, call.index)
             self.calls.children = (*self.calls.children, panel)
+            panel.selected_index = 0  # open while it runs: the query is visible at once
         else:
             panel = entry[0]
         verdict = self._verdicts.get(call.tool_call_id)
@@ -156,15 +173,20 @@ class LiveTurnView:
             query, *rest = box.children
             query.value = self._query_html(call)  # what ran (re-serialised, limited)
             box.children = (query, *rest, self._result(call))
-            if call.opened:
-                panel.selected_index = 0
+            panel.selected_index = 0
+
+    @staticmethod
+    def _keeps_open(panel: Any) -> bool:
+        """A chart stays unfolded when the next step starts; other steps fold."""
+        (box,) = panel.children
+        return any(type(child).__name__ == "Image" for child in box.children)
 
     def _query(self, call: CallView) -> Any:
         return self._widgets.HTML(self._query_html(call))
 
     def _query_html(self, call: CallView) -> str:
         if call.query:
-            return sql_html(call.query)
+            return sql_html(call.readable_query())
         shown = json.dumps(call.input, ensure_ascii=False, default=str)
         return f"<pre>{html.escape(shown)}</pre>"
 
@@ -178,16 +200,16 @@ class LiveTurnView:
         if call.png is not None:
             return self._widgets.Image(value=call.png, format="png")
         shown = html.escape(call.content[:_MAX_PREVIEW_CHARS])
-        style = ' style="color:#b00"' if call.is_error else ""
+        style = f' style="color:{ERROR_COLOR}"' if call.is_error else ""
         return self._widgets.HTML(f"<pre{style}>{shown}</pre>")
 
     def _show_usage(self) -> None:
         usage = self.view.usage or Usage()
         total = self.session_before + usage
-        turn_line = describe_usage(usage, self.view.model)
+        turn_line = describe_usage(usage, self.view.model, simulated=self.view.simulated)
         session_cost = "unknown" if total.cost_usd is None else f"${total.cost_usd:.4f}"
         self.usage.value = (
-            f'<span style="color:#666">this turn: {html.escape(turn_line)} · '
+            f'<span style="color:{MUTED_COLOR}">this turn: {html.escape(turn_line)} · '
             f"session: {session_cost}</span>"
         )
 
@@ -233,7 +255,7 @@ class LiveTurnView:
 
     def _status_html(self, text: str) -> str:
         elapsed = time.monotonic() - self.started
-        return f'<span style="color:#555">{html.escape(text)} · {elapsed:.1f} s</span>'
+        return f'<span style="color:{MUTED_COLOR}">{html.escape(text)} · {elapsed:.0f} s</span>'
 
 
 class ApprovalControls:
@@ -267,7 +289,7 @@ class ApprovalControls:
             self.verdict = approved
         self.approve.disabled = self.deny.disabled = True
         shown = note or ("approved" if approved else "denied")
-        self.note.value = f'<span style="color:#555">{html.escape(shown)}</span>'
+        self.note.value = f'<span style="color:{MUTED_COLOR}">{html.escape(shown)}</span>'
         self._settle(approved, note)
         return True
 
@@ -283,11 +305,13 @@ class TablePager:
         self.page = 0
         self.table = widgets.HTML()
         self.label = widgets.Label()
-        self.previous = widgets.Button(description="◀", layout=widgets.Layout(width="3em"))
-        self.next = widgets.Button(description="▶", layout=widgets.Layout(width="3em"))
-        self.previous.on_click(lambda _button: self.show(self.page - 1))
-        self.next.on_click(lambda _button: self.show(self.page + 1))
-        controls = [self.previous, self.label, self.next] if self.pages > 1 else [self.label]
+        controls = [self.label]
+        if self.pages > 1:  # buttons only where they page: a widget not shown is never closed
+            self.previous = widgets.Button(description="◀", layout=widgets.Layout(width="3em"))
+            self.next = widgets.Button(description="▶", layout=widgets.Layout(width="3em"))
+            self.previous.on_click(lambda _button: self.show(self.page - 1))
+            self.next.on_click(lambda _button: self.show(self.page + 1))
+            controls = [self.previous, self.label, self.next]
         self.box = widgets.VBox([self.table, widgets.HBox(controls)])
         self.show(0)
 
@@ -298,5 +322,25 @@ class TablePager:
         self.table.value = table_html(rows, max_rows=self.page_rows)
         end = start + len(rows)
         self.label.value = f"rows {start + 1:,} to {end:,} of {len(self.frame):,}"
-        self.previous.disabled = self.page == 0
-        self.next.disabled = self.page >= self.pages - 1
+        if self.pages > 1:
+            self.previous.disabled = self.page == 0
+            self.next.disabled = self.page >= self.pages - 1
+
+
+def close_tree(root: Any) -> None:
+    """Close ``root`` and every widget it holds: children, layouts, styles (see
+    :meth:`LiveTurnView.close`)."""
+    from ipywidgets import Widget
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        widget = stack.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        for name in widget.keys:
+            value = getattr(widget, name, None)
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            stack.extend(v for v in values if isinstance(v, Widget))
+        widget.close()

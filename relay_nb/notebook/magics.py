@@ -30,11 +30,12 @@ from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.command import HELP, IDENTIFIER, Command, interpolate, parse_command
 from relay_nb.notebook.live import LiveTurnView
+from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
-from relay_nb.views import describe_usage
+from relay_nb.views import CallView, describe_usage, status_of
 
-__all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
+__all__ = ["Command", "RelayCancelled", "RelayCellError", "RelayMagics", "parse_command"]
 
 NAMESPACE_SOURCE = "notebook_dataframes"
 _INTERPOLATED = ("connect", "config", "tables", "model")
@@ -45,6 +46,17 @@ class RelayCellError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         return [f"RelayError: {self}"]
+
+
+class RelayCancelled(KeyboardInterrupt):
+    """An interrupted cell (the stop button, Ctrl-C), shown as one line: what was stopped.
+
+    Still a ``KeyboardInterrupt``, so "Run All" stops here as it would for any interrupt;
+    the traceback through relay_nb's threads and loop says nothing the analyst can act on.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"cancelled: {self}"]
 
 
 @magics_class
@@ -178,13 +190,18 @@ class RelayMagics(Magics):
                 approver=self._approver(view),
                 on_event=view.on_event if view is not None else None,
             )
-        except BaseException:
+        except BaseException as exc:
+            kept = relay.turns[-1] if len(relay.turns) > turns_before else None
             if view is not None:  # Ctrl-C: show the cancelled turn's trace, if it was kept
-                turns = relay.turns
-                if len(turns) > turns_before:
-                    view.finish(turns[-1])
+                if kept is not None:
+                    view.finish(kept)
                 else:
                     view.interrupted()
+            if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, RelayCancelled):
+                where = "its trace is above" if kept is not None else "nothing was kept"
+                raise RelayCancelled(
+                    f"the question was stopped ({where}); the session is ready for the next"
+                ) from None
             raise
         if view is not None:
             view.finish(turn)
@@ -197,13 +214,69 @@ class RelayMagics(Magics):
                 print(f"--out {options['out']}: this turn produced no DataFrame; not set")
             else:
                 self.shell.user_ns[options["out"]] = turn.df
-        if ("sql" in options or self.show_sql_cell) and turn.queries:
-            self.shell.set_next_input(turn.queries[-1], replace=False)
+        if "sql" in options or self.show_sql_cell:
+            self._insert_sql_cell(turn, explicit="sql" in options)
         if turn.finish_reason == "error":
             error = next((e for e in reversed(turn.events) if e.type == "error"), None)
             message = error.message if error is not None else "the turn failed"
             raise RelayCellError(message)
         return shown
+
+    def _insert_sql_cell(self, turn: Any, *, explicit: bool) -> None:
+        """The turn's last SQL query as a runnable ``%%relay_sql`` cell below this one."""
+        for index in range(len(turn.tool_results), 0, -1):
+            call = CallView.of(index, turn.tool_results[index - 1])
+            connector = getattr(call.artifact, "connector_id", "")
+            if not call.is_error and connector and getattr(call.artifact, "dialect", ""):
+                self.shell.set_next_input(
+                    sql_cell_text(connector, call.readable_query()), replace=False
+                )
+                return
+        if explicit:
+            print("--sql: this turn ran no SQL query; no cell was inserted")
+
+    # -- %%relay_sql ----------------------------------------------------------------------------
+
+    @no_var_expand
+    @line_cell_magic
+    def relay_sql(self, line: str, cell: str | None = None) -> Any:
+        """Replaced below by the generated help (``%relay_sql?`` shows it)."""
+        if line.strip() in ("--help", "-h"):
+            print(SQL_HELP)
+            return None
+        command = parse_sql_cell(line, cell)
+        try:
+            result = self._run_sql(command)
+        except RelayError as exc:
+            raise RelayCellError(redact(str(exc))) from None
+        except KeyboardInterrupt:
+            raise RelayCancelled(
+                "the query was cancelled on the database; the session is ready"
+            ) from None
+        print(f"{command.connector}: {status_of(result)} · {result.elapsed_ms:.0f} ms")
+        for note in result.notes:
+            print(f"note: {note}")
+        if command.out is not None:
+            self.shell.user_ns[command.out] = result.df
+        return result.df
+
+    def _run_sql(self, command: SqlCell) -> Any:
+        from relay_nb.connectors.sql.connector import SQLConnector  # SQLAlchemy: when used
+
+        connectors = self._session().connectors
+        connector = connectors.get(command.connector)
+        if connector is None:
+            known = ", ".join(sorted(connectors)) or "nothing yet"
+            raise RelayCellError(
+                f"no connector named {command.connector!r} (connected: {known}); "
+                "connect it with %relay --connect NAME URL"
+            )
+        if not isinstance(connector, SQLConnector):
+            raise RelayCellError(
+                f"{command.connector!r} is a {connector.kind} connector; %%relay_sql runs "
+                "SQL on SQL and DataFrame connectors (ask it with %relay instead)"
+            )
+        return connector.query(command.sql)
 
     def _connect(self, command: Command) -> None:
         name, where = command.options["connect"]
@@ -285,10 +358,12 @@ class RelayMagics(Magics):
         relay = self._session()
         turns = relay.turns
         model = turns[-1].model if turns else ""
+        # the session's cost is money spent only if a real model answered every turn
+        simulated = next((t.simulated for t in turns if t.simulated), None)
         count = len(turns)
         print(
             f"session: {count} turn{'s' if count != 1 else ''} · "
-            + describe_usage(relay.usage, model)
+            + describe_usage(relay.usage, model, simulated=simulated)
         )
 
     def _history(self, command: Command) -> None:
@@ -314,6 +389,7 @@ class RelayMagics(Magics):
 
 
 RelayMagics.relay.__doc__ = HELP  # %relay? and %relay --help say the same
+RelayMagics.relay_sql.__doc__ = SQL_HELP
 
 
 def _variable(namespace: dict[str, Any], name: str, key: str | None = None) -> Any:

@@ -34,6 +34,7 @@ def turn_bundle(
         METADATA_KEY: {
             "turn_id": turn.turn_id,
             "model": turn.model,
+            "simulated": turn.simulated,
             "finish_reason": turn.finish_reason,
             "connectors": sorted(
                 {a.connector_id for a in turn.artifacts if getattr(a, "connector_id", "")}

@@ -169,4 +169,5 @@ class ReplayRuntime(BaseRuntime):
             )
         index = self._served.get(digest, 0)
         self._served[digest] = index + 1
-        return results[min(index, len(results) - 1)].model_copy(deep=True)
+        recorded = results[min(index, len(results) - 1)]
+        return recorded.model_copy(deep=True, update={"simulated": "replayed"})

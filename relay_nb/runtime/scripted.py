@@ -36,9 +36,14 @@ from relay_nb.runtime.types import (
     estimate_tokens,
 )
 
-__all__ = ["MAX_SCRIPTED_BATCH", "ScriptStep", "ScriptedRuntime", "estimate_tokens"]
+__all__ = ["MAX_SCRIPTED_BATCH", "NO_STEP_LEFT", "ScriptStep", "ScriptedRuntime", "estimate_tokens"]
 
 MAX_SCRIPTED_BATCH = 100
+NO_STEP_LEFT = (
+    "the scripted model has no answer left: it only plays back its script, it cannot read "
+    "a new question; to ask a real model, set one with %relay --model PROFILE or "
+    "relay.configure(model=PROFILE) (e.g. claude-sonnet-4-5, with ANTHROPIC_API_KEY set)"
+)
 
 ScriptStep = InvocationResult | dict[str, Any] | Callable[[InvocationRequest], Any]
 
@@ -136,9 +141,11 @@ class ScriptedRuntime(BaseRuntime):
     ) -> InvocationResult:
         self.requests.append(request)
         if not self._steps:
-            raise InvocationError("RUNTIME_FAILURE", "no scripted result left", False)
+            raise InvocationError("RUNTIME_FAILURE", NO_STEP_LEFT, False)
         step = self._steps.popleft()
-        result = await self._materialise(step, request)
+        result = (await self._materialise(step, request)).model_copy(
+            update={"simulated": "scripted"}
+        )
         if on_text is not None and result.output_text:
             text, size = result.output_text, max(1, self.stream_chunk_chars)
             for start in range(0, len(text), size):

@@ -276,6 +276,10 @@ class InvocationResult(_Model):
     latency_ms: float = Field(default=0.0, ge=0)
     stop_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    simulated: Literal["scripted", "replayed"] | None = None
+    """Set when no model answered this call: a scripted step, or a recorded answer replayed.
+    Every view labels such a turn, so a scripted answer never passes for a real model's and
+    its cost (an estimate at ``model``'s prices, or the recording's) for money spent."""
 
 
 class Capabilities(_Model):

@@ -19,7 +19,14 @@ from relay_nb.views.html import (
     table_html,
     turn_html,
 )
-from relay_nb.views.model import CallView, TurnView, describe_usage, sql_of, status_of
+from relay_nb.views.model import (
+    CallView,
+    TurnView,
+    describe_usage,
+    model_label,
+    sql_of,
+    status_of,
+)
 from relay_nb.views.text import TEXT_PREVIEW_ROWS, turn_text, visible_controls
 
 __all__ = [
@@ -30,6 +37,7 @@ __all__ = [
     "answer_html",
     "chart_html",
     "describe_usage",
+    "model_label",
     "one_line",
     "sql_html",
     "sql_of",

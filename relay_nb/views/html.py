@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
 __all__ = [
+    "ERROR_COLOR",
     "HTML_PREVIEW_ROWS",
+    "MUTED_COLOR",
     "answer_html",
     "chart_html",
     "one_line",
@@ -46,11 +48,17 @@ __all__ = [
 ]
 
 HTML_PREVIEW_ROWS = 20
+# JupyterLab's theme variables, so the trace reads in the light and the dark theme alike;
+# the fallbacks are for where they are not defined (GitHub, nbconvert's HTML)
+MUTED_COLOR = "var(--jp-ui-font-color2,#616161)"
+ERROR_COLOR = "var(--jp-error-color1,#d32f2f)"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
-    ".relay-turn details{margin:4px 0;border-left:3px solid #8aa;padding-left:8px}"
-    ".relay-turn .relay-error{color:#b00}.relay-turn .relay-usage{color:#666;margin-top:6px}"
+    ".relay-turn details{margin:4px 0;border-left:3px solid var(--jp-border-color1,#8aa);"
+    "padding-left:8px}"
+    f".relay-turn .relay-error{{color:{ERROR_COLOR}}}"
+    f".relay-turn .relay-usage{{color:{MUTED_COLOR};margin-top:6px}}"
     ".relay-turn .relay-note{color:var(--jp-warn-color0,#b36b00);margin-top:4px}"
     ".relay-turn pre{margin:4px 0}.relay-turn table{font-size:12px}</style>"
 )
@@ -62,7 +70,7 @@ def turn_html(turn: TurnResult | TurnView, *, max_rows: int = HTML_PREVIEW_ROWS)
     parts = [_STYLE, '<div class="relay-turn">']
     parts.append(f'<div class="relay-question"><b>Q:</b> {html.escape(view.question)}</div>')
     for call in view.calls:
-        parts.append(_call_html(call, max_rows))
+        parts.append(_call_html(call, max_rows, opened=view.opened(call)))
     parts.append(f'<div class="relay-answer">{answer_html(view.answer)}</div>')
     if view.finish_reason not in (None, "stop"):
         reason = html.escape(view.finish_reason or "")
@@ -82,12 +90,12 @@ def one_line(fragment: str) -> str:
     return _LINE_BREAK.sub("&#10;", fragment)
 
 
-def _call_html(call: CallView, max_rows: int) -> str:
+def _call_html(call: CallView, max_rows: int, *, opened: bool) -> str:
     elapsed = f" · {call.elapsed_ms:.0f} ms" if call.elapsed_ms else ""
     summary = html.escape(call.title) + elapsed
     body = []
     if call.query:
-        body.append(sql_html(call.query))
+        body.append(sql_html(call.readable_query()))
     if call.is_error:
         body.append(f'<pre class="relay-error">{html.escape(call.content)}</pre>')
     elif call.frame is not None:
@@ -97,8 +105,8 @@ def _call_html(call: CallView, max_rows: int) -> str:
         body.append(chart_html(call.png))
     else:
         body.append(f"<pre>{html.escape(call.content)}</pre>")
-    opened = " open" if call.opened else ""
-    return f"<details{opened}><summary>{summary}</summary>{''.join(body)}</details>"
+    unfolded = " open" if opened else ""
+    return f"<details{unfolded}><summary>{summary}</summary>{''.join(body)}</details>"
 
 
 def table_html(frame: Any, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
@@ -123,7 +131,10 @@ def sql_html(sql: str) -> str:
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import SqlLexer
 
-    return highlight(sql.strip(), SqlLexer(), HtmlFormatter(noclasses=True, nowrap=False))
+    # no background of its own: the cell's (light or dark) shows through, and the plain text
+    # takes the theme's colour; the keyword colours read on both
+    formatter = HtmlFormatter(noclasses=True, nowrap=False, nobackground=True)
+    return highlight(sql.strip(), SqlLexer(), formatter)
 
 
 def answer_html(markdown: str) -> str:

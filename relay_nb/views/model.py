@@ -24,8 +24,9 @@ from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.redaction import redact
 from relay_nb.runtime.types import Usage
+from relay_nb.views.sql_layout import readable_sql
 
-__all__ = ["CallView", "TurnView", "describe_usage", "sql_of", "status_of"]
+__all__ = ["CallView", "TurnView", "describe_usage", "model_label", "sql_of", "status_of"]
 
 _PHASES = {
     "resolving_context": "resolving context",
@@ -86,6 +87,18 @@ class CallView(BaseModel):
         in it, even one the model wrote, is shown redacted)."""
         return redact(_query(self.name, self.input, self.artifact))
 
+    def readable_query(self, *, pretty: bool = True) -> str:
+        """:attr:`query` as the analyst reads it: laid out over lines (``pretty``), with the
+        connector's row limit where the statement fetched one row past it (see
+        :mod:`relay_nb.views.sql_layout`)."""
+        artifact = self.artifact
+        return readable_sql(
+            self.query,
+            dialect=getattr(artifact, "dialect", "") or "",
+            row_limit=getattr(artifact, "row_limit", None),
+            pretty=pretty,
+        )
+
     @property
     def frame(self) -> Any:
         """The result's DataFrame (None for errors, charts and text results)."""
@@ -101,9 +114,9 @@ class CallView(BaseModel):
         return () if self.is_error else tuple(getattr(self.artifact, "notes", ()) or ())
 
     @property
-    def opened(self) -> bool:
-        """Shown unfolded: an error to read, a chart to look at."""
-        return self.is_error or self.png is not None
+    def shows_data(self) -> bool:
+        """A table or a chart came back."""
+        return self.frame is not None or self.png is not None
 
 
 class TurnView(BaseModel):
@@ -121,6 +134,8 @@ class TurnView(BaseModel):
     usage: Usage | None = None
     """The turn's priced usage so far (None before the first model call)."""
     model: str = ""
+    simulated: Literal["scripted", "replayed"] | None = None
+    """Set when no model answered (a scripted or replayed turn): the usage line says so."""
     model_calls: int = 0
     phase: str = "starting"
     """What the turn is doing now, in words (the live status line)."""
@@ -137,9 +152,20 @@ class TurnView(BaseModel):
             warnings=list(turn.warnings),
             usage=turn.usage,
             model=turn.model,
+            simulated=turn.simulated,
             model_calls=sum(1 for event in turn.events if event.type == "usage"),
             phase=f"done ({turn.finish_reason})",
         )
+
+    def opened(self, call: CallView) -> bool:
+        """Whether ``call`` is shown unfolded: the last query's table (what the answer is
+        about, so its SQL and rows are visible without a click), every chart, and an error
+        no later result made good. Earlier steps stay folded."""
+        last_table = max((c.index for c in self.calls if c.frame is not None), default=0)
+        if call.png is not None or call.index == last_table:
+            return True
+        last_data = max((c.index for c in self.calls if c.shows_data), default=0)
+        return call.is_error and call.index > last_data
 
     # -- the live path -------------------------------------------------------------------------
 
@@ -159,7 +185,7 @@ class TurnView(BaseModel):
         elif event.step == "usage_cap":
             self.phase = f"stopped: {event.detail or 'usage cap'}"
         elif event.step == "calling_model" and self.model:
-            self.phase = f"calling {self.model}"
+            self.phase = f"calling {model_label(self.model, self.simulated)}"
         else:
             self.phase = _PHASES.get(event.step, event.step)
 
@@ -204,6 +230,7 @@ class TurnView(BaseModel):
     def _on_usage(self, event: Any) -> None:
         self.usage = event.usage if self.usage is None else self.usage + event.usage
         self.model = event.model
+        self.simulated = self.simulated or event.simulated
         self.model_calls += 1
 
     def _on_done(self, event: Any) -> None:
@@ -220,12 +247,35 @@ class TurnView(BaseModel):
     def usage_line(self, *, calls: bool = True) -> str:
         """Model, calls, tokens, cost: the line every view ends with."""
         usage = self.usage if self.usage is not None else Usage()
-        return describe_usage(usage, self.model, calls=self.model_calls if calls else None)
+        return describe_usage(
+            usage, self.model, calls=self.model_calls if calls else None, simulated=self.simulated
+        )
 
 
-def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str:
-    """One line: model, calls, tokens (flagged when estimated), cost or "cost unknown"."""
-    parts = [model or "model unknown"]
+def model_label(model: str, simulated: str | None = None) -> str:
+    """Who answered, as every view names it: the model, or what stood in for one.
+
+    A scripted model's usage is priced at the rates of the model it is labelled with (so the
+    cost views have numbers to show), and a replayed turn repeats what the recorded model
+    cost; the label says so, so neither passes for a real answer or for money spent.
+    """
+    if simulated == "scripted":
+        unpriced = not model or model.startswith("scripted")
+        return "scripted model" if unpriced else f"scripted model, priced as {model}"
+    if simulated == "replayed":
+        return f"replayed answer of {model or 'a recorded model'}"
+    return model or "model unknown"
+
+
+def describe_usage(
+    usage: Usage, model: str, *, calls: int | None = None, simulated: str | None = None
+) -> str:
+    """One line: model, calls, tokens (flagged when estimated), cost or "cost unknown".
+
+    For a scripted or replayed turn (``simulated``) the model is named as such and the cost
+    is marked as not spent (see :func:`model_label`).
+    """
+    parts = [model_label(model, simulated)]
     if calls is not None:
         parts.append(f"{calls} call{'s' if calls != 1 else ''}")
     tokens = f"{usage.input_tokens or 0:,} in / {usage.output_tokens or 0:,} out tokens"
@@ -235,7 +285,12 @@ def describe_usage(usage: Usage, model: str, *, calls: int | None = None) -> str
     if usage.estimated:
         tokens += " (estimated)"
     parts.append(tokens)
-    parts.append("cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}")
+    if usage.cost_usd is None:
+        parts.append("cost unknown")
+    elif simulated:
+        parts.append(f"${usage.cost_usd:.4f} (not spent)")
+    else:
+        parts.append(f"${usage.cost_usd:.4f}")
     return " · ".join(parts)
 
 

@@ -76,7 +76,7 @@ def _call_lines(
     call: CallView, preview_rows: int, format_sql: Callable[[str], str] | None = None
 ) -> list[str]:
     lines = [f"[{call.index}] {call.name}: {call.status}"]
-    sql = call.query
+    sql = call.readable_query(pretty=False)
     if sql and format_sql is not None:
         sql = format_sql(sql)
     if sql:

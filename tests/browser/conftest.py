@@ -148,6 +148,9 @@ def write_lab_settings(settings_dir: Path) -> None:
             "checkForUpdates": False,
         },
         "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+        # save the state of every open widget with the notebook, so a test sees what a
+        # saved notebook would carry (relay_nb's live views must leave none behind)
+        "@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True},
     }
     for name, value in settings.items():
         path = settings_dir / name

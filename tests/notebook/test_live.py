@@ -37,14 +37,16 @@ def test_events_drive_the_widgets_and_the_trace_replaces_them(
     turn = relay.ask("how many?", on_event=record)
     assert threads == {"relay_nb-loop"}  # widgets were updated from relay_nb's loop thread
     first, second = view.calls.children
-    assert first.get_title(0) == "[1] query_shop · error" and first.selected_index == 0
+    assert first.get_title(0) == "[1] query_shop · error"
     assert second.get_title(0).startswith("[2] query_shop · 1 row")
+    # the newest step is unfolded, the earlier (made good by it) folded
+    assert first.selected_index is None and second.selected_index == 0
     sql, pager = second.children[0].children
     # the result travels on its event: the panel pages through its table
     assert "SELECT" in sql.value and "20" in pager.children[0].value
     assert view.answer.value.endswith("There are 20 products.</div>")
     assert "done (stop)" in view.status.value
-    assert "this turn: claude-haiku-4-5" in view.usage.value
+    assert "this turn: scripted model, priced as claude-haiku-4-5" in view.usage.value
     session_total = 0.01 + turn.usage.cost_usd
     assert f"session: ${session_total:.4f}" in view.usage.value
 
@@ -122,3 +124,69 @@ def test_a_result_is_paged_in_the_live_view(relay: Relay, model: ScriptedRuntime
     pager = TablePager(view._widgets, relay.turns[-1].df.head(3), 20)
     assert pager.label.value == "rows 1 to 3 of 3" and len(pager.box.children[1].children) == 1
     view.close()
+
+
+def test_a_finished_turn_leaves_no_widget_open(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    """Item 9 of issue 18: every model the live view made (boxes, pagers, buttons, and each
+    one's layout and style) is closed when the turn ends, so JupyterLab saves no dead widget
+    state into the notebook."""
+    from IPython.utils.capture import capture_output
+    from ipywidgets.widgets.widget import _instances
+
+    model.add(
+        {"tool_calls": [{"name": "query_shop", "input": {"sql": "SELECT id FROM customers"}}]},
+        {"tool_calls": [{"name": "query_shop", "input": {"sql": "SELECT nope FROM customers"}}]},
+        # one page: a pager without buttons (buttons made but not shown were never closed)
+        {
+            "tool_calls": [
+                {"name": "query_shop", "input": {"sql": "SELECT COUNT(*) FROM customers"}}
+            ]
+        },
+        {"text": "50 customers"},
+    )
+    before = set(_instances)
+    with capture_output():
+        shell.ip.run_cell("%relay list customers")
+    assert relay.turns[-1].answer == "50 customers"
+    assert set(_instances) - before == set()
+
+
+def test_the_running_query_is_shown_open_and_the_elapsed_time_advances(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime, monkeypatch
+) -> None:
+    """Item 8 of issue 18: while a query runs its SQL is visible (its entry unfolded, before
+    any result), and the status line's seconds advance without any event."""
+    import time
+
+    from relay_nb.notebook import live
+
+    monkeypatch.setattr(live, "TICK_S", 0.02)
+    model.add(
+        {"tool_calls": [{"name": "query_shop", "input": {"sql": "SELECT name FROM products"}}]},
+        {"text": "done"},
+    )
+    view = LiveTurnView("names", max_rows=5, session_usage=Usage())
+    view.show()
+    seen: list[tuple[int | None, str, str]] = []
+
+    def record(event) -> None:
+        view.on_event(event)
+        if event.type == "tool_call":
+            panel = view.calls.children[-1]
+            seen.append(
+                (panel.selected_index, panel.get_title(0), panel.children[0].children[0].value)
+            )
+
+    relay.ask("names", on_event=record)
+    ((opened, title, sql),) = seen
+    assert opened == 0 and title == "[1] query_shop · running…"
+    assert "products" in sql and "LIMIT" not in sql  # what the model wrote, before the guard
+    view.started = time.monotonic() - 7  # as if the turn had been running for 7 s
+    deadline = time.monotonic() + 5
+    while "· 7 s" not in view.status.value and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "done (stop) · 7 s" in view.status.value
+    view.close()
+    assert not view._ticker.is_alive()

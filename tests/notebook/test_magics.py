@@ -25,7 +25,7 @@ def test_a_question_is_shown_once_and_returned(
     assert isinstance(run.result, NotebookTurn) and run.result.answer.startswith("There are")
     (text,) = run.texts  # displayed by the magic, not a second time as Out
     assert text.splitlines()[0] == "Q: how many products do we sell?"
-    assert "SELECT COUNT(*) AS n FROM products LIMIT 201" in text
+    assert "SELECT COUNT(*) AS n FROM products LIMIT 200" in text  # the row limit, not 201
     assert "<strong>20</strong>" in run.htmls[0]
     assert model.requests[0].messages[-1].text() == "how many products do we sell?"
 
@@ -46,7 +46,9 @@ def test_cell_magic_with_out_and_sql(
     model.add(query(COUNT), {"text": "20"})
     shell.run("%%relay --out counts --sql\nhow many\nproducts?")
     assert int(shell.user_ns["counts"].iloc[0]["n"]) == 20
-    assert shell.ip.rl_next_input == "SELECT COUNT(*) AS n FROM products LIMIT 201"
+    assert shell.ip.rl_next_input == (
+        "%%relay_sql shop\nSELECT\n  COUNT(*) AS n\nFROM products\nLIMIT 200\n"
+    )
     assert model.requests[0].messages[-1].text() == "how many\nproducts?"
 
 
@@ -124,7 +126,10 @@ def test_connect_connectors_usage_history_reset(
     assert list(relay.connector_status()["id"]) == ["shop", "archive"]
     model.add({"text": "first answer"})
     shell.run("%relay first question")
-    assert "session: 1 turn · claude-haiku-4-5" in shell.run("%relay --usage").stdout
+    assert (
+        "session: 1 turn · scripted model, priced as claude-haiku-4-5"
+        in shell.run("%relay --usage").stdout
+    )
     history = shell.run("%relay --history").stdout
     assert "user: first question" in history and "assistant: first answer" in history
     assert "conversation reset" in shell.run("%relay --reset").stdout
@@ -291,3 +296,16 @@ def test_an_unknown_variable_in_an_option_names_the_option(
 ) -> None:
     with pytest.raises(UsageError, match=r"\{nope\} in --connect: no variable 'nope'"):
         shell.run("%relay --connect db {nope}")
+
+
+def test_a_turn_as_a_cells_last_line_shows_its_trace(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    """``relay.ask(...)`` as the last line: a one-line text repr, and the trace as HTML."""
+    model.add(query(COUNT), {"text": "There are 20 products."})
+    shell.user_ns["relay"] = relay
+    turn = shell.run("relay.ask('how many products?')").result  # the cell's Out
+    data, _metadata = shell.ip.display_formatter.format(turn)  # what the Out shows
+    text, page = data["text/plain"], data["text/html"]
+    assert "\n" not in text and text.startswith("TurnResult(question='how many products?'")
+    assert 'class="relay-turn"' in page and "There are 20 products." in page

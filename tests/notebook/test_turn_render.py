@@ -66,13 +66,17 @@ def test_text_is_deterministic_and_complete() -> None:
     )
 
 
-def test_html_escapes_data_and_question_and_opens_errors() -> None:
+def test_html_escapes_data_and_question_and_opens_the_last_result() -> None:
     frame = pd.DataFrame({"name": ["<script>alert(1)</script>"], "spent": [1]})
     turn = make_turn(frame).model_copy(update={"question": "<b>who</b>?"})
     page = turn_html(turn)
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
     assert "&lt;b&gt;who&lt;/b&gt;?" in page
-    assert "<details open><summary>[1] query_shop · error" in page
+    # the error a later query made good is folded; that query, what the answer used, is open
+    assert "<details><summary>[1] query_shop · error" in page
+    assert "<details open><summary>[2] query_shop · 1 row" in page
+    failed_last = turn.model_copy(update={"tool_results": turn.tool_results[::-1]})
+    assert "<details open><summary>[2] query_shop · error" in turn_html(failed_last)
     assert "[2] query_shop · 2 rows" not in page and "[2] query_shop · 1 row · 4 ms" in page
 
 
@@ -99,6 +103,7 @@ def test_bundle_metadata_has_accounting_and_no_secrets() -> None:
     assert metadata["relay_nb"] == {
         "turn_id": "t-123",
         "model": "claude-sonnet-4-6",
+        "simulated": None,
         "finish_reason": "stop",
         "connectors": ["shop"],
         "input_tokens": 1200,

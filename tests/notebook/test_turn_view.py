@@ -46,8 +46,12 @@ def test_events_and_the_finished_result_give_the_same_view(turn_and_events) -> N
     for event in events:
         live.apply(event)
     finished = TurnView.of(turn)
-    shape = [(c.index, c.name, c.status, c.query, c.is_error, c.opened) for c in finished.calls]
-    assert shape == [(c.index, c.name, c.status, c.query, c.is_error, c.opened) for c in live.calls]
+    shape = [
+        (c.index, c.name, c.status, c.query, c.is_error, finished.opened(c)) for c in finished.calls
+    ]
+    assert shape == [
+        (c.index, c.name, c.status, c.query, c.is_error, live.opened(c)) for c in live.calls
+    ]
     statuses = [status for _, _, status, *_ in shape]
     assert statuses[0] == "error" and statuses[1].endswith(" rows") and statuses[2] == "ok"
     assert live.answer == finished.answer and live.usage_line() == finished.usage_line()
@@ -80,8 +84,45 @@ def test_the_three_renderers_show_the_same_calls_answer_and_usage(
     assert titles == summaries == lines == shown
     for call, live_query in zip(view.calls, live_queries, strict=True):
         if call.query:  # every view shows the call's query, the same way
-            assert live_query == sql_html(call.query) and one_line(live_query) in page
-            assert all(line.strip() in text for line in call.query.splitlines())
+            assert live_query == sql_html(call.readable_query()) and one_line(live_query) in page
+            assert all(line.strip() in text for line in call.readable_query(pretty=False).split())
     assert view.usage_line() in text and html.escape(view.usage_line()) in page
     assert "Revenue **rose** every month." in text and "<strong>rose</strong>" in page
     assert live.view.answer == view.answer
+
+
+def test_the_last_query_is_open_laid_out_and_shows_the_row_limit(
+    turn_and_events, shop_url: str
+) -> None:
+    """Item 6 of issue 18: the saved trace unfolds the last query (its SQL over lines, its
+    rows) and the chart; the refused first step is folded; the SQL shows the connector's
+    row limit (200), never the fetch size (201) the analyst did not write."""
+    turn, _events = turn_and_events
+    page = turn_html(turn)
+    details = re.findall(r"<details( open)?><summary>(.*?)</summary>", page)
+    assert [(bool(opened), title.split(" · ")[0]) for opened, title in details] == [
+        (False, "[1] query_shop"),
+        (True, "[2] query_shop"),
+        (True, "[3] chart"),
+    ]
+    executed = turn.tool_results[1].artifact.executed_sql
+    assert executed.endswith("LIMIT 201")  # what ran fetches one row more than it shows
+    view = TurnView.of(turn)
+    laid_out = view.calls[1].readable_query()
+    assert laid_out.splitlines()[0] == "SELECT" and laid_out.splitlines()[-1] == "LIMIT 200"
+    assert "LIMIT 201" not in page and "LIMIT 200" in html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "LIMIT 200" in turn_text(turn) and "LIMIT 201" not in turn_text(turn)
+    # a limit the query wrote itself is shown as written
+    model = ScriptedRuntime(
+        [
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": MONTHLY + " LIMIT 3"}}]},
+            {"text": "three"},
+        ]
+    )
+    relay = Relay(model, ledger=False)
+    relay.connect("shop", shop_url)
+    try:
+        own = relay.ask("three months")
+    finally:
+        relay.close()
+    assert TurnView.of(own).calls[0].readable_query().endswith("LIMIT 3")

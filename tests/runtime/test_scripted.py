@@ -16,7 +16,12 @@ from relay_nb.runtime import (
     ToolSpec,
     Usage,
 )
-from relay_nb.runtime.scripted import MAX_SCRIPTED_BATCH, ScriptedRuntime, estimate_tokens
+from relay_nb.runtime.scripted import (
+    MAX_SCRIPTED_BATCH,
+    NO_STEP_LEFT,
+    ScriptedRuntime,
+    estimate_tokens,
+)
 
 
 def ask(text: str = "hi") -> InvocationRequest:
@@ -44,7 +49,7 @@ async def test_empty_queue_is_runtime_failure():
     with pytest.raises(InvocationError) as info:
         await runtime.invoke(ask())
     assert info.value.code == "RUNTIME_FAILURE"
-    assert info.value.message == "no scripted result left"
+    assert info.value.message == NO_STEP_LEFT and "%relay --model" in NO_STEP_LEFT
     assert info.value.retryable is False
 
 

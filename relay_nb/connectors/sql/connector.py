@@ -301,6 +301,8 @@ class SQLConnector(Connector):
             tables=guarded.tables,
             limit="bytes" if budget.full else "rows",
             notes=budget.notes(),
+            dialect=self.dialect,
+            row_limit=self.row_limit if guarded.limit == self.row_limit + 1 else None,
         )
 
     def _before_run(self, guarded: GuardedQuery) -> None:

@@ -1,0 +1,128 @@
+"""The daily loop in a real JupyterLab (issue 18, items 6, 8 and 9), light and dark theme.
+
+While a 4-second query runs, its SQL is on screen and the elapsed time advances; when the
+turn ends, the last query's SQL (laid out, ``LIMIT 200`` — the analyst's row limit, not the
+fetch size 201) and its table are visible without a click; the status and usage lines take
+JupyterLab's theme colours (readable on the dark theme's background); and the saved file
+holds no widget state although JupyterLab is set to save the state of every open widget.
+Screenshots: ``test-artifacts/jupyterlab-loop-{running,light,dark}.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+NOTEBOOK = "relay_daily_loop.ipynb"
+SLOW = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 12000000) "
+    "SELECT max(x) AS counted FROM c"
+)
+TOP = "SELECT name, country FROM customers ORDER BY name"  # no LIMIT: the guard adds one
+
+SETUP = f"""\
+import tempfile
+
+import relay_nb
+from relay_nb import ScriptedRuntime
+from relay_nb.testing.seed import seed_database
+
+shop_url = f"sqlite:///{{tempfile.mkdtemp()}}/shop.sqlite"
+seed_database(shop_url)
+model = ScriptedRuntime(
+    [
+        {{"tool_calls": [{{"name": "query_shop", "input": {{"sql": {SLOW!r}}}}}]}},
+        {{"tool_calls": [{{"name": "query_shop", "input": {{"sql": {TOP!r}}}}}]}},
+        {{"text": "Here are the customers."}},
+    ],
+    model="claude-haiku-4-5",
+)
+relay = relay_nb.default_relay(model=model, ledger=False)
+relay.connect("shop", shop_url)
+print("setup done")"""
+
+CELLS = [SETUP, "%load_ext relay_nb", "%relay count slowly, then list the customers"]
+RELAY_CELL = 2
+STATUS_SECONDS = re.compile(r"· (\d+) s\b")
+
+LUMINANCE = """(el) => {
+    const channels = (c) => c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+    const weights = [0.2126, 0.7152, 0.0722];
+    const lum = (c) => channels(c).reduce((s, v, i) => s + weights[i] * v, 0) / 255;
+    const clear = ['rgba(0, 0, 0, 0)', 'transparent'];
+    let bg = el; let color = getComputedStyle(el).color;
+    while (bg && clear.includes(getComputedStyle(bg).backgroundColor)) bg = bg.parentElement;
+    return [lum(color), lum(bg ? getComputedStyle(bg).backgroundColor : 'rgb(255,255,255)')];
+}"""
+
+
+def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
+    open_notebook, jupyterlab
+) -> None:
+    from playwright.sync_api import expect
+
+    with open_notebook(NOTEBOOK, CELLS, "jupyterlab-loop") as nb:
+        area = nb.output(RELAY_CELL)
+        nb.run_all()
+        # -- while the slow query runs: its SQL is shown, the seconds advance ---------------
+        expect(area).to_contain_text("query_shop · running…", timeout=60_000)
+        expect(area).to_contain_text("WITH RECURSIVE", use_inner_text=True)  # no click
+        seconds = []
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and len(set(seconds)) < 3:
+            found = STATUS_SECONDS.search(area.inner_text())
+            if found and "running…" in area.inner_text():
+                seconds.append(int(found.group(1)))
+            nb.page.wait_for_timeout(250)
+        assert len(set(seconds)) >= 3, seconds  # ticks with no event arriving
+        nb.screenshot("jupyterlab-loop-running.png")
+
+        nb.wait_until_all_ran()
+        # -- the finished trace: the last query open, laid out, with the row limit ---------
+        expect(area).to_contain_text("Here are the customers.")
+        shown = area.inner_text()  # nothing expanded by the test
+        assert "ORDER BY\n" in shown or "ORDER BY\n  name" in shown or "FROM customers" in shown
+        assert "LIMIT 200" in shown and "LIMIT 201" not in shown
+        assert re.search(r"\bname\s+country\b", shown)  # the table's header, open
+        assert "WITH RECURSIVE" not in shown  # the earlier step is folded
+        usage = area.locator(".relay-usage").last
+        expect(usage).to_contain_text("scripted model, priced as claude-haiku-4-5")
+        light_text, light_bg = usage.evaluate(LUMINANCE)
+        nb.screenshot("jupyterlab-loop-light.png")
+        # the theme: text and background far apart (the muted line is not #666 on black)
+        assert light_bg > 0.8 and light_text < 0.6, (light_text, light_bg)
+
+        nb.page.keyboard.press("Control+Shift+c")  # the command palette
+        nb.page.keyboard.type("JupyterLab Dark")
+        nb.page.keyboard.press("Enter")
+        nb.page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+        )
+        nb.page.wait_for_timeout(500)
+        dark_text, dark_bg = usage.evaluate(LUMINANCE)
+        nb.screenshot("jupyterlab-loop-dark.png")
+        assert dark_bg < 0.3 and dark_text > 0.5, (dark_text, dark_bg)
+
+        # -- saved: the static trace, and no widget state ----------------------------------
+        nb.page.locator(".jp-Notebook").first.click()  # focus the notebook, as a user's click
+        nb.page.keyboard.press("Control+s")
+        saved_path = jupyterlab.root / NOTEBOOK
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            saved = json.loads(saved_path.read_text(encoding="utf-8"))
+            if saved["cells"][RELAY_CELL].get("outputs"):
+                break
+            nb.page.wait_for_timeout(250)
+        outputs = saved["cells"][RELAY_CELL]["outputs"]
+        assert any("text/html" in o.get("data", {}) for o in outputs)
+        assert not any(
+            "application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs
+        )
+        state = saved["metadata"].get("widgets", {})
+        models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+        assert models == {}, f"{len(models)} widget models saved"
