@@ -1,5 +1,5 @@
 """``python -m benchmarks [name...]``: run benchmarks (default: all), merge their results into
-``benchmarks/results/latest.json`` and regenerate the README's Performance table from it.
+``benchmarks/results/latest.json`` and regenerate the table of docs/performance.md from it.
 
 ``python -m benchmarks --report`` only regenerates the table. Each benchmark prints its own
 table of medians and ratios; the wall time of each is recorded too (``meta.seconds``), and
@@ -67,7 +67,10 @@ def main(argv: list[str]) -> int:
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
         print(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}", file=sys.stderr)
-        print("or --report to regenerate the README table from the last results", file=sys.stderr)
+        print(
+            "or --report to regenerate docs/performance.md's table from the last results",
+            file=sys.stderr,
+        )
         return 2
     out = report.LATEST
     previous = json.loads(out.read_text()) if out.exists() else {}

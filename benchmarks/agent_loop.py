@@ -14,7 +14,7 @@
     (the same query and its DataFrame through ``pandas.read_sql`` on a plain engine). Against
     the raw work: per turn, wall minus scripted playback minus the raw work, over the two
     steps; it counts everything relay_nb adds (guard, read-only execution, preview, events,
-    the loop) and is the figure the README compares with the 2 ms target.
+    the loop) and is the figure docs/performance.md compares with the 2 ms target.
 (2) Memory. 1,000 sequential ``Session.ask_async`` turns (the same script, history kept,
     compaction through the same scripted model): growth from turn 100 to turn 1,000 after
     ``gc.collect()``, target < 20 MB. Each variant runs in a fresh process (clean RSS; two

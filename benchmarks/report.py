@@ -1,10 +1,10 @@
-"""The README's Performance table, generated from ``benchmarks/results/latest.json``.
+"""The table of ``docs/performance.md``, generated from ``benchmarks/results/latest.json``.
 
 One row per target of the benchmark suite: the metric, the target, what the last run
 measured (with its side-by-side baseline) and whether the target is met — and when it is
 not, one clause saying why, from the measured numbers. ``python -m benchmarks`` rewrites the
-README section between the markers after every run, ``python -m benchmarks --report``
-rewrites it alone, and ``tests/test_benchmark_report.py`` checks that the README holds
+page's section between the markers after every run, ``python -m benchmarks --report``
+rewrites it alone, and ``tests/test_benchmark_report.py`` checks that the page holds
 exactly what :func:`render` makes of the committed JSON, so the two cannot drift.
 
 Standard library only: the test loads this file without running (or importing) anything else.
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["END", "START", "Row", "render", "rows", "section", "update_readme"]
+__all__ = ["END", "START", "Row", "render", "rows", "section", "update_page"]
 
 START = "<!-- performance:start -->"
 END = "<!-- performance:end -->"
 LATEST = Path(__file__).with_name("results") / "latest.json"
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 SUITE_LIMIT_S = 600
 
 
@@ -278,7 +278,7 @@ def _partial_note(meta: Results) -> str:
 
 
 def render(data: Results) -> str:
-    """The README section between the markers (markers excluded), newline-framed."""
+    """The page's section between the markers (markers excluded), newline-framed."""
     meta = data.get("meta", {})
     when = str(meta.get("when", "?"))[:10]
     cpu = f", {meta['cpu']}" if meta.get("cpu") else ""
@@ -290,7 +290,7 @@ def render(data: Results) -> str:
     )
     lines = [
         "",
-        "### Performance",
+        "## The last run",
         "",
         f"Last run {when} on {meta.get('cores', '?')} cores{cpu}, Python "
         f"{meta.get('python', '?')}{busy}. Each figure is a median, measured side by side with its "
@@ -308,13 +308,13 @@ def render(data: Results) -> str:
 
 
 def section(readme_text: str) -> str:
-    """What the README holds between the markers (raises if they are missing)."""
+    """What the page holds between the markers (raises if they are missing)."""
     start = readme_text.index(START) + len(START)
     end = readme_text.index(END, start)
     return readme_text[start:end]
 
 
-def update_readme(data: Results, readme: Path = README) -> bool:
+def update_page(data: Results, readme: Path = PAGE) -> bool:
     """Rewrite the section between the markers; True if the file changed."""
     text = readme.read_text(encoding="utf-8")
     if START not in text or END not in text:
@@ -330,8 +330,8 @@ def update_readme(data: Results, readme: Path = README) -> bool:
 
 def main() -> int:
     data = json.loads(LATEST.read_text(encoding="utf-8"))
-    changed = update_readme(data)
-    print(f"README.md Performance table {'updated' if changed else 'already up to date'}")
+    changed = update_page(data)
+    print(f"docs/performance.md table {'updated' if changed else 'already up to date'}")
     for row in rows(data):
         print(f"  {row.metric}: {row.measured} -> {row.cells()[3]}")
     return 0

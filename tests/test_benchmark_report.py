@@ -1,4 +1,4 @@
-"""The README's Performance table is what ``benchmarks/report.py`` makes of the committed
+"""The table of docs/performance.md is what ``benchmarks/report.py`` makes of the committed
 ``benchmarks/results/latest.json`` — so the two cannot drift — and every target row says
 whether it is met, with a reason when it is not. No benchmark runs here: only the renderer.
 """
@@ -37,9 +37,9 @@ def latest() -> dict:
 
 
 def test_readme_table_is_generated_from_the_committed_results(report, latest):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     assert report.section(readme) == report.render(latest), (
-        "README.md's Performance table differs from benchmarks/results/latest.json; "
+        "docs/performance.md's table differs from benchmarks/results/latest.json; "
         "regenerate it with `python -m benchmarks --report`"
     )
 
@@ -88,14 +88,14 @@ def test_update_rewrites_only_between_the_markers(report, latest, tmp_path):
     readme = tmp_path / "README.md"
     before, after = "# Title\n\nintro\n", "\n## Next\n\ntext\n"
     readme.write_text(f"{before}{report.START}\nstale\n{report.END}{after}", encoding="utf-8")
-    assert report.update_readme(latest, readme) is True
+    assert report.update_page(latest, readme) is True
     text = readme.read_text(encoding="utf-8")
     assert text.startswith(before + report.START) and text.endswith(report.END + after)
     assert report.section(text) == report.render(latest)
-    assert report.update_readme(latest, readme) is False  # idempotent
+    assert report.update_page(latest, readme) is False  # idempotent
     readme.write_text("# no markers\n", encoding="utf-8")
     with pytest.raises(ValueError, match="performance:start"):
-        report.update_readme(latest, readme)
+        report.update_page(latest, readme)
 
 
 def test_rows_measured_after_the_full_run_say_when(report, latest):

@@ -92,6 +92,7 @@ HELP = "\n".join(
         "",
         "{name} in a question is the notebook variable's value ({{ and }} for braces).",
         "More settings: %config RelayMagics (e.g. %config RelayMagics.approval = 'allow').",
+        "Your own SQL on the same read-only path: %%relay_sql CONNECTOR (%relay_sql --help).",
         "",
         "Examples:",
         "  %relay --connect shop sqlite:///shop.sqlite",

@@ -380,7 +380,7 @@ async def test_a_message_batch_gives_the_same_tool_call(tmp_path: Path) -> None:
     assert next(t for t in params["tools"] if t["name"] == "submit")["input_schema"] == SCHEMA
 
 
-# -- the README's capability table ------------------------------------------------------------
+# -- the capability table of docs/runtimes.md ---------------------------------------------
 
 CAPABILITY_PROFILES = {
     "anthropic:MODEL": "anthropic:claude-sonnet-4-6",
@@ -402,7 +402,7 @@ _YES_NO = {True: "yes", False: "no"}
 
 
 def capability_table() -> str:
-    """The Markdown table README.md shows between the ``capabilities`` markers."""
+    """The Markdown table docs/runtimes.md shows between the ``capabilities`` markers."""
     from relay_nb.runtime.profiles import runtime_from_profile
 
     lines = [
@@ -429,10 +429,10 @@ def capability_table() -> str:
     return "\n".join(lines)
 
 
-def test_the_readme_shows_what_each_runtime_declares() -> None:
-    readme = (HERE.parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_docs_show_what_each_runtime_declares() -> None:
+    readme = (HERE.parent.parent / "docs" / "runtimes.md").read_text(encoding="utf-8")
     start, end = "<!-- capabilities:start -->\n", "\n<!-- capabilities:end -->"
     shown = readme[readme.index(start) + len(start) : readme.index(end)]
     assert shown == capability_table(), (
-        "README capability table is stale; paste:\n" + capability_table()
+        "docs/runtimes.md capability table is stale; paste:\n" + capability_table()
     )
