@@ -29,6 +29,7 @@ if "IPython" in sys.modules:  # in a notebook: a TurnResult shows as its trace
 _EXPORTS: dict[str, str] = {
     # errors
     "RelayError": "relay_nb.errors",
+    "Cancelled": "relay_nb.errors",
     "ConfigurationError": "relay_nb.errors",
     "InvocationError": "relay_nb.errors",
     "ModelRequestsBlocked": "relay_nb.errors",

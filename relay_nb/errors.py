@@ -11,6 +11,12 @@ credentials::
     └── ConnectorError            a connector could not do what was asked
         ├── UnsafeQueryError      the guard refused a query (rule + message), nothing ran
         └── QueryExecutionError   the database refused or failed a guarded query
+
+    KeyboardInterrupt
+    └── Cancelled                 a synchronous call stopped by Ctrl-C or the stop button
+
+``Cancelled`` stays a ``KeyboardInterrupt`` (a script stops, "Run All" stops), but IPython shows
+it as one line instead of a traceback through relay_nb's threads and loop.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 __all__ = [
+    "Cancelled",
     "ConfigurationError",
     "ConnectorError",
     "InvocationError",
@@ -130,3 +137,12 @@ class QueryExecutionError(ConnectorError):
 
 def _rebuild_invocation_error(cls, code, message, retryable, retry_after_s):
     return cls(code, message, retryable, retry_after_s=retry_after_s)
+
+
+class Cancelled(KeyboardInterrupt):
+    """An interrupted synchronous call (see the module docstring): what was stopped, in one
+    line. What the call was doing is cancelled first (a running statement rolled back)."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: this list replaces the traceback."""
+        return [f"cancelled: {self}"]

@@ -40,7 +40,11 @@ def test_exception_tree_matches_the_documented_one():
     assert issubclass(errors.UnsafeQueryError, errors.ConnectorError)
     assert issubclass(errors.QueryExecutionError, errors.ConnectorError)
     assert issubclass(errors.ConnectorError, errors.RelayError)
+    # an interrupt stays an interrupt; IPython shows it as one line
+    assert issubclass(errors.Cancelled, KeyboardInterrupt)
+    assert errors.Cancelled("stopped")._render_traceback_() == ["cancelled: stopped"]
     documented = (
+        errors.Cancelled,
         errors.ConfigurationError,
         errors.InvocationError,
         errors.ModelRequestsBlocked,

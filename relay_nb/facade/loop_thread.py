@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from relay_nb.errors import ConfigurationError, RelayError
+from relay_nb.errors import Cancelled, ConfigurationError, RelayError
 
 __all__ = ["CallerInterrupted", "LoopThread", "call_in_caller", "run_sync"]
 
@@ -136,7 +136,9 @@ class LoopThread:
             _fail_jobs(job, jobs)
             # let the work stop cleanly (a statement's rollback) before the interrupt goes on
             concurrent.futures.wait([future], timeout=_INTERRUPT_GRACE_S)
-            raise
+            raise Cancelled(
+                "the call was stopped and its work cancelled; the session is ready"
+            ) from None
 
 
 def run_sync(

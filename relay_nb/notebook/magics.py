@@ -23,7 +23,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, va
 from relay_nb.agent.approval import Approver
 from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
-from relay_nb.errors import ConfigurationError, RelayError
+from relay_nb.errors import Cancelled, ConfigurationError, RelayError
 from relay_nb.facade.default import default_relay, existing_default_relay, setting_changes
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
@@ -35,7 +35,7 @@ from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
 from relay_nb.views import CallView, describe_usage, status_of
 
-__all__ = ["Command", "RelayCancelled", "RelayCellError", "RelayMagics", "parse_command"]
+__all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
 NAMESPACE_SOURCE = "notebook_dataframes"
 _INTERPOLATED = ("connect", "config", "tables", "model")
@@ -46,17 +46,6 @@ class RelayCellError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         return [f"RelayError: {self}"]
-
-
-class RelayCancelled(KeyboardInterrupt):
-    """An interrupted cell (the stop button, Ctrl-C), shown as one line: what was stopped.
-
-    Still a ``KeyboardInterrupt``, so "Run All" stops here as it would for any interrupt;
-    the traceback through relay_nb's threads and loop says nothing the analyst can act on.
-    """
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"cancelled: {self}"]
 
 
 @magics_class
@@ -197,9 +186,9 @@ class RelayMagics(Magics):
                     view.finish(kept)
                 else:
                     view.interrupted()
-            if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, RelayCancelled):
+            if isinstance(exc, KeyboardInterrupt):  # one line that says what stopped
                 where = "its trace is above" if kept is not None else "nothing was kept"
-                raise RelayCancelled(
+                raise Cancelled(
                     f"the question was stopped ({where}); the session is ready for the next"
                 ) from None
             raise
@@ -250,7 +239,7 @@ class RelayMagics(Magics):
         except RelayError as exc:
             raise RelayCellError(redact(str(exc))) from None
         except KeyboardInterrupt:
-            raise RelayCancelled(
+            raise Cancelled(
                 "the query was cancelled on the database; the session is ready"
             ) from None
         print(f"{command.connector}: {status_of(result)} · {result.elapsed_ms:.0f} ms")

@@ -60,9 +60,11 @@ def test_ctrl_c_cancels_the_turn_and_its_query_then_the_session_goes_on(shop_url
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     started = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         relay.ask("slow question")
     assert time.perf_counter() - started < 3  # not the 10 s statement timeout
+    # shown by IPython as one line, not a traceback through the loop thread
+    assert stopped.value._render_traceback_()[0].startswith("cancelled: the call was stopped")
     (turn,) = relay.turns
     assert turn.finish_reason == "cancelled" and shop.engine.pool.checkedout() == 0
     assert model.remaining == 0 and len(model.requests) == 1  # no model call after Ctrl-C
