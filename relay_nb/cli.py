@@ -136,8 +136,9 @@ def _receipt(result) -> str:
     usage = result.usage
     approx = "~" if usage.estimated else ""
     cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.6f}"
+    who = f"{result.simulated} {result.provider}" if result.simulated else result.provider
     return (
-        f"[{result.provider} {result.model} ({result.model_source}) · "
+        f"[{who} {result.model} ({result.model_source}) · "
         f"{approx}{usage.input_tokens or 0} in / {approx}{usage.output_tokens or 0} out · "
         f"{cost} · {result.latency_ms:.0f} ms]"
     )

@@ -13,6 +13,7 @@ import asyncio
 import functools
 import inspect
 import json
+import math
 import re
 import sys
 import time
@@ -412,14 +413,27 @@ def _to_result(produced: Any) -> ToolResult | str:
     return text
 
 
-def short_float(value: float) -> str:
-    """A float as the model and the analyst read it: at most 15 significant digits, so a sum
-    such as ``116444.02999999998`` (binary rounding) reads ``116444.03``; ``1350.0`` stays
-    ``1350.0``. Nothing meaningful is lost: a double carries 15-17 significant digits."""
-    try:
-        return repr(float(f"{value:.15g}"))
-    except (TypeError, ValueError, OverflowError):
+def short_float(value: Any) -> str:
+    """A float as the model and the analyst read it: a sum such as ``116444.02999999998``
+    (binary rounding noise) reads ``116444.03``, while every value whose digits mean
+    something is kept exactly (``1234567890123456.0``, an id that became a float, stays).
+
+    The 15-significant-digit form is used only when it is within two units in the last place
+    of the value, i.e. when the digits it drops are the noise of binary arithmetic, and never
+    for a whole number (exact up to 2**53). A float32 (not a Python float) is written by its
+    own shortest form.
+    """
+    if not isinstance(value, float):
         return str(value)
+    if value.is_integer():
+        return repr(value)
+    try:
+        rounded = float(f"{value:.15g}")
+    except (ValueError, OverflowError):
+        return repr(value)
+    if math.isfinite(value) and abs(rounded - value) <= 2 * math.ulp(value):
+        return repr(rounded)
+    return repr(value)
 
 
 def _frame_preview(frame: Any) -> str:

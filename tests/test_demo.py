@@ -253,7 +253,7 @@ def test_scripted_model_parameters_and_unknown_questions(shop):
     assert f"in {shop.last_year - 1} was" in year.answer
     assert not other.tool_calls and "scripted model" in other.answer
     # no numbers without a query (the model it suggests is the only digits)
-    assert not re.search(r"\d", other.answer.replace("claude-sonnet-4-5", ""))
+    assert not re.search(r"\d", other.answer.replace("anthropic:claude-sonnet-4-6", ""))
     assert not germany.tool_calls and "cannot answer that" in germany.answer
     assert "%relay --model" in germany.answer
     assert germany.simulated == "scripted" and top3.simulated == "scripted"

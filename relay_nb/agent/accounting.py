@@ -25,6 +25,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import Literal
 
 from relay_nb.agent.caps import CallPlan, SpendMeter, UsageCaps, UsageLimit, exceeded, plan_call
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
@@ -42,7 +43,7 @@ from relay_nb.runtime.types import (
     estimate_request_tokens,
 )
 
-__all__ = ["NO_USAGE", "Accountant", "runtime_model", "runtime_provider"]
+__all__ = ["NO_USAGE", "Accountant", "runtime_model", "runtime_provider", "runtime_simulated"]
 
 logger = logging.getLogger("relay_nb.agent")
 
@@ -202,7 +203,7 @@ class Accountant:
                 step=step,
                 notebook=self.notebook,
                 model=model or runtime_model(runtime) or runtime.id,
-                provider=runtime_provider(runtime),
+                provider=runtime_simulated(runtime) or runtime_provider(runtime),
                 input_tokens=zero,
                 output_tokens=zero,
                 cost_usd=None if aborted else 0.0,
@@ -222,6 +223,12 @@ def runtime_model(runtime: ModelRuntime) -> str:
     """The model a runtime is configured for (``""`` for one that does not say)."""
     model = getattr(runtime, "model", "")
     return model if isinstance(model, str) else ""
+
+
+def runtime_simulated(runtime: ModelRuntime) -> Literal["scripted", "replayed"] | None:
+    """``scripted`` or ``replayed`` for a runtime that stands in for a model, else None."""
+    simulated = getattr(runtime, "simulated", None)
+    return simulated if simulated in ("scripted", "replayed") else None
 
 
 def runtime_provider(runtime: ModelRuntime) -> str:

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Literal
 
-from relay_nb.agent.accounting import runtime_model
+from relay_nb.agent.accounting import runtime_model, runtime_simulated
 from relay_nb.agent.caps import Reservation
 from relay_nb.agent.events import (
     ContextResolvedEvent,
@@ -379,7 +379,7 @@ class _Turn:
             model=self.model
             or runtime_model(self.services.runtime)
             or getattr(self.services.runtime, "id", ""),
-            simulated=self.simulated,
+            simulated=self.simulated or runtime_simulated(self.services.runtime),
             warnings=self.warnings,
             messages=messages,
             settings=self.settings,

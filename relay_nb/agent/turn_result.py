@@ -53,6 +53,8 @@ class TurnResult(BaseModel):
         answer = " ".join(self.answer.split())
         shown = answer if len(answer) <= 80 else answer[:79] + "…"
         cost = f"${self.usage.cost_usd:.4f}" if self.usage.cost_usd is not None else "cost unknown"
+        if self.simulated:
+            cost += f" ({self.simulated}, not spent)"
         parts = [
             f"question={self.question!r}",
             f"answer={shown!r}",

@@ -122,7 +122,7 @@ _UNKNOWN = (
     "I am the demo's scripted model, not a real one, so I cannot answer that: offline I only "
     "know three questions (revenue by month for a year, the top customers by revenue, and "
     "refunds by product category). To ask anything, set a real model: %relay --model "
-    "claude-sonnet-4-5 (with ANTHROPIC_API_KEY set), or relay.configure(model=PROFILE)."
+    "anthropic:claude-sonnet-4-6 (with ANTHROPIC_API_KEY set), or relay.configure(model=...)."
 )
 
 

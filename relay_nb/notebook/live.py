@@ -65,6 +65,9 @@ class LiveTurnView:
         self.display_id = f"relay-{uuid.uuid4().hex}"
         self.started = time.monotonic()
         self._stopped = threading.Event()
+        self._status_text = "starting"
+        self._closed = False
+        self._closing = threading.Lock()
         self._ticker = threading.Thread(target=self._tick, name="relay_nb-elapsed", daemon=True)
         self._calls: dict[str, tuple[Any, int]] = {}
         self._verdicts: dict[str, str] = {}  # tool_call_id -> "approved" / "denied …"
@@ -96,24 +99,28 @@ class LiveTurnView:
         """Advance the elapsed time every second, also while one step (a 12 s query, a slow
         model call) sends no event."""
         while not self._stopped.wait(TICK_S):
-            self._set_status(self.view.phase)
+            self._set_status(self._status_text)
 
     def finish(self, turn: TurnResult) -> None:
         """Blank the live widgets, show the static trace, release the widgets."""
         from IPython.display import display, update_display
 
-        update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
-        data, metadata = turn_bundle(turn, max_rows=self.max_rows)
-        display(data, metadata=metadata, raw=True)
-        self.close()
+        try:
+            update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
+            data, metadata = turn_bundle(turn, max_rows=self.max_rows)
+            display(data, metadata=metadata, raw=True)
+        finally:
+            self.close()
 
     def interrupted(self) -> None:
         """The cell was interrupted before a result existed: say so, keep no widgets."""
         from IPython.display import display, update_display
 
-        update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
-        display({"text/plain": f"Q: {self.question}\n(interrupted)"}, raw=True)
-        self.close()
+        try:
+            update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
+            display({"text/plain": f"Q: {self.question}\n(interrupted)"}, raw=True)
+        finally:
+            self.close()
 
     def close(self) -> None:
         """Answer any open approval as denied, then close every widget the view made.
@@ -123,9 +130,11 @@ class LiveTurnView:
         each open model's state into the notebook. :func:`close_tree` closes them all, so a
         saved notebook keeps the static trace and no dead widget state.
         """
+        with self._closing:  # an event still arriving from the loop (after Ctrl-C) is ignored
+            self._closed = True
         self._stopped.set()
         if self._ticker.is_alive():
-            self._ticker.join()
+            self._ticker.join(timeout=2 * TICK_S)
         for controls in list(self._approvals.values()):
             controls.answer(False, "denied: the turn ended")
         close_tree(self.box)
@@ -134,6 +143,11 @@ class LiveTurnView:
 
     def on_event(self, event: Event) -> None:
         """Feed the view-model, then map what changed onto the widgets."""
+        with self._closing:
+            if not self._closed:
+                self._on_event(event)
+
+    def _on_event(self, event: Event) -> None:
         discarded = self.view.answer
         call = self.view.apply(event)
         if call is not None:
@@ -227,7 +241,7 @@ class LiveTurnView:
         ``on_answer(approved, note)`` is called once, by the first answer; ``unanswered``
         says what happens without one. None when the call has no entry here."""
         entry = self._calls.get(tool_call_id)
-        if entry is None:
+        if entry is None or self._closed:
             return None
         panel, index = entry
 
@@ -251,6 +265,9 @@ class LiveTurnView:
         return controls
 
     def _set_status(self, text: str) -> None:
+        """Show ``text`` with the elapsed time; the ticker re-renders the same text (an
+        approval prompt is not replaced by the phase until the next event)."""
+        self._status_text = text
         self.status.value = self._status_html(text)
 
     def _status_html(self, text: str) -> str:

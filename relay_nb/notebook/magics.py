@@ -346,14 +346,16 @@ class RelayMagics(Magics):
     def _usage(self, command: Command) -> None:
         relay = self._session()
         turns = relay.turns
-        model = turns[-1].model if turns else ""
-        # the session's cost is money spent only if a real model answered every turn
-        simulated = next((t.simulated for t in turns if t.simulated), None)
+        last = turns[-1] if turns else None
         count = len(turns)
-        print(
-            f"session: {count} turn{'s' if count != 1 else ''} · "
-            + describe_usage(relay.usage, model, simulated=simulated)
+        line = f"session: {count} turn{'s' if count != 1 else ''} · " + describe_usage(
+            relay.usage, last.model if last else "", simulated=last.simulated if last else None
         )
+        stood_in = [t for t in turns if t.simulated]
+        if stood_in and len(stood_in) < count:  # some turns real, some not: say which is which
+            priced = sum(t.usage.cost_usd or 0.0 for t in stood_in)
+            line += f" (of which ${priced:.4f} for {len(stood_in)} scripted or replayed, not spent)"
+        print(line)
 
     def _history(self, command: Command) -> None:
         for message in self._session().history:

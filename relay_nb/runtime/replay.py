@@ -113,7 +113,10 @@ class RecordingRuntime:
         record = ReplayRecord(
             request_digest=invocation_digest(request_data),
             request=redact(request_data),
-            result=InvocationResult.model_validate(redact(result.model_dump(mode="json"))),
+            # the label is the replayer's to add; a recording keeps the format older readers take
+            result=InvocationResult.model_validate(
+                redact(result.model_dump(mode="json", exclude={"simulated"}))
+            ),
         )
         with self._lock:
             self.records.append(record)
@@ -131,6 +134,8 @@ class ReplayRuntime(BaseRuntime):
     when the same request was recorded several times (the last one repeats)."""
 
     provider = "replay"
+    simulated = "replayed"
+    """Every answer is labelled so (``InvocationResult.simulated``), a missed request's too."""
 
     def __init__(
         self, records: Iterable[ReplayRecord | dict[str, Any]], *, id: str = "replay"
@@ -170,4 +175,4 @@ class ReplayRuntime(BaseRuntime):
         index = self._served.get(digest, 0)
         self._served[digest] = index + 1
         recorded = results[min(index, len(results) - 1)]
-        return recorded.model_copy(deep=True, update={"simulated": "replayed"})
+        return recorded.model_copy(deep=True, update={"simulated": self.simulated})

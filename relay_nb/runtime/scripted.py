@@ -42,7 +42,8 @@ MAX_SCRIPTED_BATCH = 100
 NO_STEP_LEFT = (
     "the scripted model has no answer left: it only plays back its script, it cannot read "
     "a new question; to ask a real model, set one with %relay --model PROFILE or "
-    "relay.configure(model=PROFILE) (e.g. claude-sonnet-4-5, with ANTHROPIC_API_KEY set)"
+    "relay.configure(model=PROFILE) (e.g. anthropic:claude-sonnet-4-6, with ANTHROPIC_API_KEY "
+    "set)"
 )
 
 ScriptStep = InvocationResult | dict[str, Any] | Callable[[InvocationRequest], Any]
@@ -80,6 +81,8 @@ class ScriptedRuntime(BaseRuntime):
     """Plays back ``script``; an exhausted script is a ``RUNTIME_FAILURE``."""
 
     provider = "scripted"
+    simulated = "scripted"
+    """Every answer is labelled so (``InvocationResult.simulated``), a failed call's turn too."""
 
     def __init__(
         self,
@@ -144,7 +147,7 @@ class ScriptedRuntime(BaseRuntime):
             raise InvocationError("RUNTIME_FAILURE", NO_STEP_LEFT, False)
         step = self._steps.popleft()
         result = (await self._materialise(step, request)).model_copy(
-            update={"simulated": "scripted"}
+            update={"simulated": self.simulated}
         )
         if on_text is not None and result.output_text:
             text, size = result.output_text, max(1, self.stream_chunk_chars)

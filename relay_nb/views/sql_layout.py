@@ -29,18 +29,18 @@ def readable_sql(
     if not dialect or not sql.strip():
         return sql
     import sqlglot
-    from sqlglot.errors import SqlglotError
 
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-    except (SqlglotError, ValueError, RecursionError):
+    except Exception:  # display only: anything unreadable is shown as it ran
         return sql
     limited = row_limit is not None and _show_row_limit(tree, row_limit)
     if not pretty and not limited:
         return sql  # nothing to change: keep the exact text that ran
     try:
-        return tree.sql(dialect=dialect, pretty=pretty)
-    except (SqlglotError, ValueError, RecursionError):
+        # as the guard writes it (function names as written), only laid out
+        return tree.sql(dialect=dialect, pretty=pretty, normalize_functions=False)
+    except Exception:
         return sql
 
 
@@ -48,6 +48,8 @@ def _show_row_limit(tree: Any, row_limit: int) -> bool:
     """Set the outermost ``LIMIT``/``FETCH`` from the fetch size back to ``row_limit``."""
     from sqlglot import exp
 
+    while isinstance(tree, exp.Subquery) and not tree.alias:  # `(SELECT … LIMIT 201)`
+        tree = tree.this
     limit = tree.args.get("limit")
     if isinstance(limit, exp.Limit):
         key, value = "expression", limit.expression

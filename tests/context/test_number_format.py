@@ -20,9 +20,14 @@ def test_short_float_keeps_every_meaningful_digit() -> None:
     assert short_float(116444.02999999998) == "116444.03"
     assert short_float(1350.0) == "1350.0" and short_float(0.1 + 0.2) == "0.3"
     assert short_float(1e20) == "1e+20" and short_float(-2.5e-7) == "-2.5e-07"
-    assert short_float(math.inf) == "inf" and short_float(1 / 3) == "0.333333333333333"
-    for value in (123456789.125, 2.0**52 + 1, 1e-300):
-        assert math.isclose(float(short_float(value)), value, rel_tol=1e-14)
+    assert short_float(math.inf) == "inf" and short_float(1 / 3) == repr(1 / 3)
+    # digits that mean something are kept exactly: an id that became a float, a fraction
+    assert short_float(1234567890123456.0) == "1234567890123456.0"
+    for value in (123456789.125, 2.0**52 + 1, 1e-300, 1 / 3, 2 / 7):
+        assert float(short_float(value)) == value
+    import numpy as np
+
+    assert short_float(np.float32(0.1)) == "0.1" and short_float(np.float64(0.1 + 0.2)) == "0.3"
 
 
 def test_the_notebook_frames_source_uses_it() -> None:

@@ -188,5 +188,14 @@ def test_the_running_query_is_shown_open_and_the_elapsed_time_advances(
     while "· 7 s" not in view.status.value and time.monotonic() < deadline:
         time.sleep(0.01)
     assert "done (stop) · 7 s" in view.status.value
+    # a tick re-renders the line it has, not the phase: an approval prompt stays readable
+    view._set_status("waiting for your approval of x: Approve or Deny below")
+    time.sleep(0.1)
+    assert "Approve or Deny below · 7 s" in view.status.value
     view.close()
     assert not view._ticker.is_alive()
+    # an event the loop delivers after the view closed (a Ctrl-C's grace period) is ignored
+    from relay_nb.agent.events import ToolCallEvent
+
+    view.on_event(ToolCallEvent(tool_call_id="late", name="query_shop", input={"sql": "x"}))
+    assert view.view.call("late") is None and len(view.calls.children) == 1

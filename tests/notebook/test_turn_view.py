@@ -126,3 +126,28 @@ def test_the_last_query_is_open_laid_out_and_shows_the_row_limit(
     finally:
         relay.close()
     assert TurnView.of(own).calls[0].readable_query().endswith("LIMIT 3")
+
+
+def test_the_row_limit_is_shown_only_where_the_guard_set_the_fetch_size(shop_url: str) -> None:
+    from relay_nb import SQLConnector
+    from relay_nb.views.sql_layout import readable_sql
+
+    shop = SQLConnector("shop", shop_url, row_limit=200)
+    try:
+        injected = shop.query("SELECT id FROM customers")
+        clamped = shop.query("SELECT id FROM customers LIMIT 5000")
+        own = shop.query("SELECT id FROM customers LIMIT 201")  # written so, kept so
+    finally:
+        shop.close()
+    assert injected.row_limit == clamped.row_limit == 200 and own.row_limit is None
+    assert readable_sql(own.executed_sql, dialect="sqlite", row_limit=own.row_limit).endswith(
+        "LIMIT 201"
+    )
+    # a parenthesised query carries its LIMIT inside; a function sqlglot does not know keeps
+    # its spelling (it may be case-sensitive)
+    shown = readable_sql(
+        "(SELECT my_Udf(x) AS y FROM t LIMIT 201)", dialect="sqlite", row_limit=200
+    )
+    assert "LIMIT 200" in shown and "my_Udf(x)" in shown
+    assert readable_sql("not sql at all ((", dialect="sqlite") == "not sql at all (("
+    assert readable_sql('{"find": "x"}') == '{"find": "x"}'  # no dialect: not SQL

@@ -302,7 +302,8 @@ class SQLConnector(Connector):
             limit="bytes" if budget.full else "rows",
             notes=budget.notes(),
             dialect=self.dialect,
-            row_limit=self.row_limit if guarded.limit == self.row_limit + 1 else None,
+            # the fetch size, where the guard set it (a LIMIT the query wrote stays as written)
+            row_limit=self.row_limit if guarded.limit_injected or guarded.limit_clamped else None,
         )
 
     def _before_run(self, guarded: GuardedQuery) -> None:
