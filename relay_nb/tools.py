@@ -425,6 +425,7 @@ def short_float(value: Any) -> str:
     """
     if not isinstance(value, float):
         return str(value)
+    value = float(value)  # a numpy float64 is a float, but its repr is "np.float64(…)"
     if value.is_integer():
         return repr(value)
     try:

@@ -28,6 +28,8 @@ def test_short_float_keeps_every_meaningful_digit() -> None:
     import numpy as np
 
     assert short_float(np.float32(0.1)) == "0.1" and short_float(np.float64(0.1 + 0.2)) == "0.3"
+    for value in (2385.0, 1 / 3, float("inf"), 1e300):  # numpy's own repr never leaks
+        assert short_float(np.float64(value)) == short_float(value)
 
 
 def test_the_notebook_frames_source_uses_it() -> None:
@@ -47,7 +49,7 @@ def test_the_query_preview_the_model_reads(tmp_path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE sales (amount REAL)")
         conn.executemany("INSERT INTO sales VALUES (?)", [(116444.0,), (0.01,), (0.01,), (0.01,)])
-    sql = "SELECT SUM(amount) AS total FROM sales"
+    sql = "SELECT SUM(amount) AS total, MAX(amount) AS top FROM sales"
     model = ScriptedRuntime(
         [{"tool_calls": [{"name": "query_db", "input": {"sql": sql}}]}, {"text": "done"}]
     )
@@ -60,3 +62,5 @@ def test_the_query_preview_the_model_reads(tmp_path) -> None:
     assert turn.df.iloc[0]["total"] == SUMMED  # the DataFrame keeps the exact value
     assert "116444.03" in turn.tool_results[0].content
     assert repr(SUMMED) not in turn.tool_results[0].content
+    # whole-number floats as well (a numpy float64's repr is "np.float64(2385.0)")
+    assert "np." not in turn.tool_results[0].content
