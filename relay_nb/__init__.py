@@ -81,6 +81,10 @@ _EXPORTS: dict[str, str] = {
     "ConnectorError": "relay_nb.errors",
     "UnsafeQueryError": "relay_nb.errors",
     "QueryExecutionError": "relay_nb.errors",
+    # knowledge
+    "Knowledge": "relay_nb.knowledge",
+    "VerifiedQuery": "relay_nb.knowledge",
+    "load_knowledge": "relay_nb.knowledge",
     # the facade
     "Relay": "relay_nb.facade.relay",
     "Turn": "relay_nb.facade.relay",
@@ -149,6 +153,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.connectors.sql.connector import SQLConnector
     from relay_nb.connectors.websearch import WebSearchConnector
     from relay_nb.errors import (
+        Cancelled,
         ConfigurationError,
         ConnectorError,
         InvocationError,
@@ -159,6 +164,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     )
     from relay_nb.facade.default import default_relay, session
     from relay_nb.facade.relay import Relay, Turn
+    from relay_nb.knowledge import Knowledge, VerifiedQuery, load_knowledge
     from relay_nb.runtime.abort import AbortSignal
     from relay_nb.runtime.anthropic import AnthropicRuntime
     from relay_nb.runtime.base import BaseRuntime, ModelRuntime

@@ -37,6 +37,7 @@ __all__ = [
     "NotesSource",
     "RecentTurnsSource",
     "SkillGuardrailsSource",
+    "question_terms",
 ]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -49,7 +50,7 @@ _STOPWORDS = frozenset(
 )
 
 
-def _terms(text: str) -> list[str]:
+def question_terms(text: str) -> list[str]:
     """Lowercased words without stopwords, plurals folded (orders -> order)."""
     words = [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS]
     return [w[:-1] if w.endswith("s") and not w.endswith("ss") else w for w in words]
@@ -161,10 +162,10 @@ class DataFrameNamespaceSource:
         ]
 
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:
-        asked = set(_terms(request.question)) | set(request.question.lower().split())
+        asked = set(question_terms(request.question)) | set(request.question.lower().split())
         items = []
         for name, frame in self._frames()[: self.max_frames]:
-            mentioned = name.lower() in asked or bool(set(_terms(name)) & asked)
+            mentioned = name.lower() in asked or bool(set(question_terms(name)) & asked)
             items.append(
                 ContextItem(
                     source=self.name,
@@ -261,13 +262,13 @@ class NotesSource:
             for title, text in documents.items()
             for chunk in _chunk(text, chunk_chars)
         ]
-        self._chunk_terms = [Counter(_terms(chunk)) for _, chunk in self._chunks]
+        self._chunk_terms = [Counter(question_terms(chunk)) for _, chunk in self._chunks]
         frequency = Counter(term for terms in self._chunk_terms for term in terms)
         total = max(1, len(self._chunks))
         self._idf = {term: math.log(1 + total / n) for term, n in frequency.items()}
 
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:
-        wanted = set(_terms(request.question))
+        wanted = set(question_terms(request.question))
         scored = []
         for index, terms in enumerate(self._chunk_terms):
             score = sum(self._idf[t] * (1 + math.log(terms[t])) for t in wanted if t in terms)

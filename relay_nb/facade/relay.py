@@ -37,10 +37,12 @@ from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, check_reachable
 from relay_nb.context import ContextSource
+from relay_nb.context.knowledge_source import KnowledgeSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.config import apply_config, build_skill, load_config
 from relay_nb.facade.loop_thread import run_sync
 from relay_nb.facade.targets import connector_for
+from relay_nb.knowledge import Knowledge, load_knowledge
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import Message, Usage
 from relay_nb.tools import Tool
@@ -220,8 +222,21 @@ class Relay:
             raise
 
     def disconnect(self, connector_id: str) -> None:
-        """Close and forget a connector (skills that use it are removed too)."""
+        """Close and forget a connector (skills that use it, and its knowledge, too)."""
         self._engine.remove_connector(connector_id)
+        if self.has_source(f"knowledge:{connector_id}"):
+            self.remove_source(f"knowledge:{connector_id}")
+
+    def knowledge(
+        self, connector_id: str, source: str | os.PathLike[str] | Mapping[str, Any] | Knowledge
+    ) -> Knowledge:
+        """What the team knows about a connector's data (a ``relay.knowledge.yaml`` path, a
+        mapping, a ``Knowledge``) as context for every question; a re-run replaces it."""
+        if connector_id not in self._engine.connectors:
+            raise ConfigurationError(f"no connector {connector_id!r}; connect it first")
+        loaded = load_knowledge(source)
+        self.add_source(KnowledgeSource(loaded, connector_id), replace=True)
+        return loaded
 
     @property
     def connectors(self) -> dict[str, Connector]:
@@ -563,15 +578,10 @@ def _call_layer(
     approval: Approval | None = None,
 ) -> dict[str, Any]:
     """One question's settings layer (None: not set; checked by the engine)."""
-    return {
-        "approval": approval,
-        "model": model,
-        "skills": skill,
-        "max_steps": max_steps,
-        "max_cost_usd": max_cost_usd,
-        "max_tokens": max_tokens,
-        "max_output_tokens": max_output_tokens,
-    }
+    return dict(
+        approval=approval, model=model, skills=skill, max_steps=max_steps,
+        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_output_tokens=max_output_tokens,
+    )  # fmt: skip
 
 
 def _ledger(setting: LedgerSetting) -> UsageLedger | None:

@@ -1,0 +1,131 @@
+"""Reading a knowledge file: YAML (or JSON, which YAML reads too) into :class:`Knowledge`,
+and errors that say the line.
+
+A knowledge file is edited by hand, so a mistake must point at itself: the loader keeps the
+YAML node tree beside the data, and maps a validation error's location (``tables.orders.
+columns.status.values``) back to the line that holds it. Only YAML's safe loader is used:
+no tags construct Python objects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from relay_nb.errors import ConfigurationError
+from relay_nb.knowledge.model import Knowledge
+
+__all__ = ["KNOWLEDGE_FILENAME", "load_knowledge", "parse_knowledge"]
+
+KNOWLEDGE_FILENAME = "relay.knowledge.yaml"
+
+
+def load_knowledge(source: str | os.PathLike[str] | Mapping[str, Any] | Knowledge) -> Knowledge:
+    """A :class:`Knowledge` from a file path, a mapping (e.g. from a cell) or itself."""
+    if isinstance(source, Knowledge):
+        return source
+    if isinstance(source, Mapping):
+        return _validate(dict(source), where="the knowledge", node=None)
+    path = Path(source).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigurationError(f"knowledge file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read knowledge file {str(path)!r}: {exc}") from None
+    return parse_knowledge(text, where=path.name)
+
+
+def parse_knowledge(text: str, *, where: str = "knowledge") -> Knowledge:
+    """Validate the YAML ``text``; ``where`` names it in errors (``shop.yaml line 12: …``)."""
+    import yaml
+
+    loader = _loader()
+    try:
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)  # a SafeLoader subclass: no Python objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "is not valid YAML"
+        raise ConfigurationError(f"{where}{line}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"{where}: a knowledge file is a mapping (tables:, metrics:, rules:, …), "
+            f"not a {type(data).__name__}"
+        )
+    return _validate(data, where=where, node=node)
+
+
+@cache
+def _loader() -> type:
+    """YAML's safe loader with YAML 1.2 booleans: only ``true``/``false``. Under YAML 1.1
+    ``on``, ``off``, ``yes`` and ``no`` are booleans too, so a join's ``on:`` key, or a
+    column's values ``[yes, no]``, would silently become ``True``/``False``."""
+    import re
+
+    import yaml
+
+    class KnowledgeLoader(yaml.SafeLoader):
+        pass
+
+    resolvers = {
+        first: [(tag, rx) for tag, rx in pairs if tag != "tag:yaml.org,2002:bool"]
+        for first, pairs in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    KnowledgeLoader.yaml_implicit_resolvers = resolvers
+    KnowledgeLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool",
+        re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+        list("tTfF"),
+    )
+    return KnowledgeLoader
+
+
+def _validate(data: dict[str, Any], *, where: str, node: Any) -> Knowledge:
+    try:
+        return Knowledge.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = tuple(first["loc"])
+        line = _line_of(node, location)
+        place = ".".join(str(part) for part in location) or "the file"
+        at = f" line {line}" if line is not None else ""
+        raise ConfigurationError(f"{where}{at}: {place}: {_message(first)}") from None
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key (a typo? see the knowledge file's keys in the docs)"
+    return str(error["msg"])
+
+
+def _line_of(node: Any, location: Sequence[Any]) -> int | None:
+    """The 1-based line of the node at ``location``, or of the deepest one that exists."""
+    import yaml
+
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for part in location:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == str(part):
+                    # the entry itself is reported at its key's line
+                    child = value if part != location[-1] else key
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            child = node.value[part] if 0 <= part < len(node.value) else None
+        if child is None:
+            return line
+        node = child
+        line = node.start_mark.line + 1
+    return line

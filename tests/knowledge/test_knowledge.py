@@ -1,0 +1,176 @@
+"""The knowledge file (issue 19, first step): validated with errors that name the line, and
+reaching the prompt as context — rules and metrics always, the verified queries most like
+the question, the glossary's words the question uses."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from relay_nb import Relay, ScriptedRuntime
+from relay_nb.context.knowledge_source import KnowledgeSource
+from relay_nb.context.types import ContextRequest
+from relay_nb.errors import ConfigurationError
+from relay_nb.knowledge import Knowledge, VerifiedQuery, load_knowledge, parse_knowledge
+from relay_nb.testing.seed import seed_database
+
+SHOP = """\
+description: A coffee shop's customers and orders.
+tables:
+  orders:
+    description: One row per order, whatever its status.
+    synonyms: [purchases]
+    columns:
+      status:
+        description: where the order ended
+        values: [paid, refunded, cancelled]
+  customers:
+    synonyms: [clients]
+    columns:
+      country: {description: ISO country code, synonyms: [nation]}
+metrics:
+  - name: revenue
+    sql: SUM(orders.total)
+    filters: ["orders.status = 'paid'"]
+    description: Revenue counts paid orders only.
+  - name: refund rate
+    sql: AVG(CASE WHEN orders.status = 'refunded' THEN 1.0 ELSE 0 END)
+dimensions:
+  region: customers.country
+joins:
+  - {left: orders, right: customers, on: orders.customer_id = customers.id}
+rules:
+  - Revenue counts paid orders only.
+  - Never show customer e-mail addresses.
+synonyms:
+  turnover: [revenue]
+verified_queries:
+  - question: What was our revenue by month last year?
+    sql: |
+      SELECT strftime('%Y-%m', ordered_at) AS month, SUM(total) AS revenue
+      FROM orders WHERE status = 'paid' GROUP BY month ORDER BY month
+    verified_by: ana@example.com
+    verified_at: 2026-11-30
+  - question: How many customers per country?
+    sql: SELECT country, COUNT(*) AS n FROM customers GROUP BY country
+"""
+
+
+def _items(knowledge: Knowledge, question: str, connectors=("shop",)):
+    source = KnowledgeSource(knowledge, "shop")
+    request = ContextRequest(question=question, connector_ids=tuple(connectors))
+    return asyncio.run(source.fetch(request))
+
+
+def test_a_file_is_validated_and_read(tmp_path: Path) -> None:
+    path = tmp_path / "relay.knowledge.yaml"
+    path.write_text(SHOP, encoding="utf-8")
+    knowledge = load_knowledge(path)
+    assert knowledge.tables["orders"].columns["status"].values == ("paid", "refunded", "cancelled")
+    assert knowledge.metrics[0].filters == ("orders.status = 'paid'",)
+    assert knowledge.verified_queries[0].verified_at == dt.date(2026, 11, 30)
+    assert (
+        load_knowledge({"rules": ["x"]}).rules == ("x",) and load_knowledge(knowledge) is knowledge
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rules:\n  - ok\nmetrcs:\n  - name: x\n", r"knowledge line 3: metrcs: unknown key"),
+        (
+            "tables:\n  orders:\n    columns:\n      status:\n        valus: [a]\n",
+            r"line 5: tables\.orders\.columns\.status\.valus: unknown key",
+        ),
+        ("metrics:\n  - name: revenue\n  - name: margin\n    sql: x\n", r"line 2: metrics\.0\.sql"),
+        (
+            "metrics:\n  - {name: a, sql: x}\n  - {name: A, sql: y}\n",
+            r"line 1: metrics: .*metric 'A' is defined twice",
+        ),
+        ("rules: [unclosed\n", r"knowledge line 2: "),
+        ("- just\n- a list\n", r"a knowledge file is a mapping"),
+        ("verified_queries:\n  - question: q\n    sql: s\n    verified_at: soon\n", r"line 4:"),
+    ],
+)
+def test_mistakes_name_their_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        parse_knowledge(text)
+
+
+def test_a_missing_file_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        load_knowledge(tmp_path / "nope.yaml")
+
+
+def test_rules_metrics_and_the_questions_words_reach_the_context() -> None:
+    knowledge = parse_knowledge(SHOP)
+    main, *verified = _items(knowledge, "What was the turnover per nation of our clients?")
+    text = main.content
+    assert main.priority == 72 and main.kind == "knowledge" and main.connector_id == "shop"
+    assert "- Revenue counts paid orders only." in text
+    assert "revenue = SUM(orders.total) WHERE orders.status = 'paid'" in text
+    assert "Dimensions: region = customers.country" in text
+    assert "orders ⋈ customers ON orders.customer_id = customers.id" in text
+    # the glossary entries for the words the question uses, and the tables it names
+    assert "turnover → revenue" in text and "nation → column customers.country" in text
+    assert "clients → table customers" in text
+    assert "- customers (columns: country — ISO country code)" in text
+    assert "- orders" not in text  # not named by the question
+    assert verified == []  # no verified question shares a word with this one
+
+
+def test_the_most_similar_verified_queries_are_retrieved_not_all() -> None:
+    knowledge = parse_knowledge(SHOP)
+    _main, first, *rest = _items(knowledge, "revenue by month in 2025?")
+    assert "revenue by month last year" in first.content and first.priority == 68
+    assert "by ana@example.com on 2026-11-30" in first.content
+    assert "status = 'paid' GROUP BY month" in first.content
+    assert all("revenue by month" not in item.content for item in rest)
+    (main,) = _items(knowledge, "weather in paris")  # nothing alike: no verified query
+    assert main.source == "knowledge:shop"
+    assert _items(knowledge, "revenue by month", connectors=("other",)) == []
+
+
+def test_a_verified_query_replaces_one_with_the_same_question() -> None:
+    knowledge = parse_knowledge(SHOP)
+    again = knowledge.with_verified(
+        VerifiedQuery(question="how many customers PER country?", sql="SELECT 1")
+    )
+    assert len(again.verified_queries) == 2 and again.verified_queries[-1].sql == "SELECT 1"
+
+
+def test_relay_knowledge_reaches_the_models_prompt(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shop.sqlite'}"
+    seed_database(url)
+    path = tmp_path / "relay.knowledge.yaml"
+    path.write_text(SHOP, encoding="utf-8")
+    model = ScriptedRuntime([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    relay = Relay(model, ledger=False)
+    try:
+        with pytest.raises(ConfigurationError, match="no connector 'shop'; connect it first"):
+            relay.knowledge("shop", path)
+        relay.connect("shop", url)
+        relay.knowledge("shop", path)
+        relay.ask("What was our revenue by month in 2025?")
+        prompt = model.requests[-1].messages[0].text()
+        assert "Revenue counts paid orders only." in prompt
+        assert "FROM orders WHERE status = 'paid' GROUP BY month" in prompt
+        relay.connect("shop", url)  # a re-run connect cell keeps what the team knows
+        relay.ask("revenue by month?")
+        assert "Revenue counts paid orders only." in model.requests[-1].messages[0].text()
+        relay.disconnect("shop")
+        assert not relay.has_source("knowledge:shop")
+    finally:
+        relay.close()
+
+
+def test_yaml_words_that_version_1_1_reads_as_booleans_stay_words() -> None:
+    knowledge = parse_knowledge(
+        "joins:\n  - {left: a, right: b, on: a.id = b.a_id}\n"
+        "tables:\n  t:\n    columns:\n      flag: {values: [yes, no, on, off]}\n"
+    )
+    assert knowledge.joins[0].on == "a.id = b.a_id"
+    assert knowledge.tables["t"].columns["flag"].values == ("yes", "no", "on", "off")
