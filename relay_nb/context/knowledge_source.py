@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 from relay_nb.context.sources import question_terms
 from relay_nb.context.types import ContextItem, ContextRequest
@@ -47,8 +48,11 @@ class KnowledgeSource:
         *,
         top_verified: int = 3,
         max_metrics: int = 12,
+        path: Path | None = None,
     ) -> None:
         self.knowledge = knowledge
+        self.path = path
+        """The file it was read from (where ``relay.verify`` saves), if any."""
         self.knows = connector_id
         """Not ``connector_id``: reconnecting the connector must not drop what the team knows
         about its data; a question that does not use the connector gets nothing."""

@@ -37,12 +37,12 @@ from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, check_reachable
 from relay_nb.context import ContextSource
-from relay_nb.context.knowledge_source import KnowledgeSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.config import apply_config, build_skill, load_config
+from relay_nb.facade.knowledge import KnowledgeInput, attach, save_verified
 from relay_nb.facade.loop_thread import run_sync
 from relay_nb.facade.targets import connector_for
-from relay_nb.knowledge import Knowledge, load_knowledge
+from relay_nb.knowledge import Knowledge
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import Message, Usage
 from relay_nb.tools import Tool
@@ -227,16 +227,19 @@ class Relay:
         if self.has_source(f"knowledge:{connector_id}"):
             self.remove_source(f"knowledge:{connector_id}")
 
-    def knowledge(
-        self, connector_id: str, source: str | os.PathLike[str] | Mapping[str, Any] | Knowledge
-    ) -> Knowledge:
-        """What the team knows about a connector's data (a ``relay.knowledge.yaml`` path, a
-        mapping, a ``Knowledge``) as context for every question; a re-run replaces it."""
-        if connector_id not in self._engine.connectors:
-            raise ConfigurationError(f"no connector {connector_id!r}; connect it first")
-        loaded = load_knowledge(source)
-        self.add_source(KnowledgeSource(loaded, connector_id), replace=True)
-        return loaded
+    def knowledge(self, connector_id: str, source: KnowledgeInput) -> Knowledge:
+        """Attach a knowledge file (a path, a mapping, a ``Knowledge``); a re-run replaces it."""
+        attached = attach(self._engine.connectors, connector_id, source)
+        self.add_source(attached, replace=True)
+        return attached.knowledge
+
+    def verify(self, turn: TurnResult | None = None, *, by: str | None = None) -> Path:
+        """Save ``turn``'s (default: the last) question and SQL as a verified query in its
+        connector's knowledge file (``<id>.knowledge.yaml`` if none is attached), which
+        the next similar question starts from; returns the file."""
+        source, path = save_verified(self._engine.resolver.sources, turn or self.turns[-1:], by)
+        self.add_source(source, replace=True)
+        return path
 
     @property
     def connectors(self) -> dict[str, Connector]:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from relay_nb.errors import ConfigurationError
 from relay_nb.knowledge.model import Knowledge
 
-__all__ = ["KNOWLEDGE_FILENAME", "load_knowledge", "parse_knowledge"]
+__all__ = ["KNOWLEDGE_FILENAME", "load_knowledge", "parse_knowledge", "yaml_loader"]
 
 KNOWLEDGE_FILENAME = "relay.knowledge.yaml"
 
@@ -45,7 +45,7 @@ def parse_knowledge(text: str, *, where: str = "knowledge") -> Knowledge:
     """Validate the YAML ``text``; ``where`` names it in errors (``shop.yaml line 12: …``)."""
     import yaml
 
-    loader = _loader()
+    loader = yaml_loader()
     try:
         node = yaml.compose(text, Loader=loader)
         data = yaml.load(text, Loader=loader)  # a SafeLoader subclass: no Python objects
@@ -65,7 +65,7 @@ def parse_knowledge(text: str, *, where: str = "knowledge") -> Knowledge:
 
 
 @cache
-def _loader() -> type:
+def yaml_loader() -> type:
     """YAML's safe loader with YAML 1.2 booleans: only ``true``/``false``. Under YAML 1.1
     ``on``, ``off``, ``yes`` and ``no`` are booleans too, so a join's ``on:`` key, or a
     column's values ``[yes, no]``, would silently become ``True``/``False``."""
@@ -91,7 +91,7 @@ def _loader() -> type:
 
 def _validate(data: dict[str, Any], *, where: str, node: Any) -> Knowledge:
     try:
-        return Knowledge.model_validate(data)
+        return Knowledge.model_validate(_without_nulls(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         location = tuple(first["loc"])
@@ -99,6 +99,16 @@ def _validate(data: dict[str, Any], *, where: str, node: Any) -> Knowledge:
         place = ".".join(str(part) for part in location) or "the file"
         at = f" line {line}" if line is not None else ""
         raise ConfigurationError(f"{where}{at}: {place}: {_message(first)}") from None
+
+
+def _without_nulls(value: Any) -> Any:
+    """A key written with nothing after it (``verified_queries:``) means "none yet", as a
+    person reads it, not an error: keys whose value is null are left out, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _message(error: Mapping[str, Any]) -> str:

@@ -54,6 +54,7 @@ OPTIONS: dict[str, Option] = {
     "--refresh": Option("", "read every schema again", "action"),
     "--config": Option("FILE", "connect what a relay.config.json lists", "action"),
     "--usage": Option("", "what this session's turns cost", "action"),
+    "--verify": Option("", "save the last answer's question and SQL as a verified query", "action"),
     "--history": Option("", "the conversation so far", "action"),
     "--reset": Option("", "forget the conversation (connections and usage kept)", "action"),
     "--help": Option("", "this help", "action"),

@@ -357,6 +357,12 @@ class RelayMagics(Magics):
             line += f" (of which ${priced:.4f} for {len(stood_in)} scripted or replayed, not spent)"
         print(line)
 
+    def _verify(self, command: Command) -> None:
+        relay = self._session()
+        path = relay.verify()
+        question = relay.turns[-1].question
+        print(f"saved in {path}: a verified query for {question!r}, which similar questions use")
+
     def _history(self, command: Command) -> None:
         for message in self._session().history:
             text = message.text().strip().replace("\n", " ")

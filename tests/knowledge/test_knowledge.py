@@ -174,3 +174,106 @@ def test_yaml_words_that_version_1_1_reads_as_booleans_stay_words() -> None:
     )
     assert knowledge.joins[0].on == "a.id = b.a_id"
     assert knowledge.tables["t"].columns["flag"].values == ("yes", "no", "on", "off")
+
+
+# -- saving verified queries -------------------------------------------------------------------
+
+COMMENTED = """\
+# the shop's knowledge: reviewed in git
+rules:
+  - Revenue counts paid orders only.  # finance, 2026-10
+verified_queries:
+  - question: How many customers per country?
+    sql: SELECT country, COUNT(*) AS n FROM customers GROUP BY country
+metrics:
+  - {name: revenue, sql: SUM(orders.total)}
+"""
+
+
+def test_a_verified_query_is_inserted_and_every_written_line_kept(tmp_path: Path) -> None:
+    from relay_nb.knowledge.save import append_verified
+
+    path = tmp_path / "shop.knowledge.yaml"
+    path.write_text(COMMENTED, encoding="utf-8")
+    query = VerifiedQuery(
+        question="Top 5 products?",
+        sql="SELECT name\nFROM products\nORDER BY price DESC\nLIMIT 5",
+        verified_by="ana",
+        verified_at=dt.date(2026, 12, 2),
+    )
+    saved = append_verified(path, query)
+    text = path.read_text(encoding="utf-8")
+    for line in COMMENTED.splitlines():
+        assert line in text  # comments, order and spelling as the team wrote them
+    assert text.index("Top 5 products?") < text.index("metrics:")  # inside its list
+    assert saved.verified_queries[-1] == query and load_knowledge(path) == saved
+    with pytest.raises(ConfigurationError, match="already has a verified query"):
+        append_verified(path, query.model_copy(update={"question": "top 5 PRODUCTS?"}))
+    assert path.read_text(encoding="utf-8") == text  # a refused save changes nothing
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "",
+        "rules: [a]",
+        "rules: [a]\nverified_queries:\n",
+        "verified_queries:\n  - question: q\n    sql: s",
+    ],
+)
+def test_a_verified_query_can_be_added_to_any_file(tmp_path: Path, start: str) -> None:
+    from relay_nb.knowledge.save import append_verified
+
+    path = tmp_path / "k.yaml"
+    if start:
+        path.write_text(start, encoding="utf-8")
+    saved = append_verified(path, VerifiedQuery(question="new one?", sql="SELECT 1"))
+    assert saved.verified_queries[-1].question == "new one?"
+    assert load_knowledge(path) == saved
+
+
+def test_an_inline_list_is_not_rewritten(tmp_path: Path) -> None:
+    from relay_nb.knowledge.save import append_verified
+
+    path = tmp_path / "k.yaml"
+    path.write_text("verified_queries: [{question: q, sql: s}]\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="written inline"):
+        append_verified(path, VerifiedQuery(question="x", sql="SELECT 1"))
+
+
+def test_verify_saves_the_last_turn_and_the_next_question_uses_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from relay_nb.facade import default as facade
+    from relay_nb.testing.shell import TestingShell
+
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'shop.sqlite'}"
+    seed_database(url)
+    sql = "SELECT country, COUNT(*) AS n FROM customers GROUP BY country ORDER BY n DESC"
+    model = ScriptedRuntime(
+        [
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": "SELECT nope FROM x"}}]},
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": sql}}]},
+            {"text": "Most customers are in NL."},
+            {"text": "again"},
+        ]
+    )
+    relay = Relay(model, ledger=False)
+    relay.connect("shop", url)
+    facade._default = relay
+    shell = TestingShell()
+    try:
+        with pytest.raises(Exception, match="nothing to verify"):
+            shell.run("%relay --verify")
+        shell.run("%relay which country has the most customers?")
+        out = shell.run("%relay --verify").stdout
+        path = tmp_path / "shop.knowledge.yaml"  # none was attached: one is made for shop
+        assert f"saved in {path.name}" in out and "which country has the most customers?" in out
+        (query,) = load_knowledge(path).verified_queries
+        assert query.sql == sql and query.verified_at == dt.date.today()  # the model's SQL
+        relay.ask("which country has most customers")
+        assert sql in model.requests[-1].messages[0].text()  # retrieved for a close question
+    finally:
+        facade._default = None
+        relay.close()

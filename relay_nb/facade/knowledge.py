@@ -1,0 +1,83 @@
+"""The facade's side of knowledge: attaching a knowledge file to a connector, and turning a
+finished turn into a verified query (``relay.verify``, ``%relay --verify``).
+
+Saving is never automatic: the analyst decides that an answer was right. What is saved is the
+question and the SQL the model wrote for its last successful query (the guard adds its row
+limit again when it runs), with who verified it and when.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from relay_nb.agent.turn_result import TurnResult
+from relay_nb.context.knowledge_source import KnowledgeSource
+from relay_nb.errors import ConfigurationError
+from relay_nb.knowledge import Knowledge, VerifiedQuery, load_knowledge
+from relay_nb.knowledge.save import append_verified
+
+__all__ = ["KnowledgeInput", "attach", "knowledge_file", "save_verified", "verified_query"]
+
+KnowledgeInput = str | os.PathLike[str] | Mapping[str, Any] | Knowledge
+
+
+def attach(connectors: Iterable[str], connector_id: str, source: KnowledgeInput) -> KnowledgeSource:
+    """The context source for ``source`` (a file path, a mapping or a ``Knowledge``)."""
+    if connector_id not in set(connectors):
+        raise ConfigurationError(f"no connector {connector_id!r}; connect it first")
+    path = Path(source).expanduser() if isinstance(source, str | os.PathLike) else None
+    return KnowledgeSource(load_knowledge(source), connector_id, path=path)
+
+
+def save_verified(
+    sources: Iterable[Any], turn: TurnResult | list[TurnResult], by: str | None
+) -> tuple[KnowledgeSource, Path]:
+    """Append ``turn``'s query to its connector's knowledge file (``[]``: no turn yet);
+    returns the context source of the file as now written (to replace the old one) and the
+    file."""
+    turn = turn if isinstance(turn, TurnResult) else (turn[0] if turn else None)
+    sources = list(sources)
+    connector_id, query = verified_query(turn, by)
+    path = knowledge_file(sources, connector_id)
+    return KnowledgeSource(append_verified(path, query), connector_id, path=path), path
+
+
+def knowledge_file(sources: Iterable[Any], connector_id: str) -> Path:
+    """The file ``connector_id``'s knowledge came from, else ``<id>.knowledge.yaml`` here."""
+    for source in sources:
+        if isinstance(source, KnowledgeSource) and source.knows == connector_id and source.path:
+            return source.path
+    return Path(f"{connector_id}.knowledge.yaml")
+
+
+def verified_query(turn: TurnResult | None, by: str | None) -> tuple[str, VerifiedQuery]:
+    """``(connector id, query)`` for the last successful SQL query of ``turn``."""
+    if turn is None:
+        raise ConfigurationError("no question has been asked yet, so there is nothing to verify")
+    for outcome in reversed(turn.tool_results):
+        artifact = outcome.artifact
+        connector = getattr(artifact, "connector_id", "")
+        if outcome.is_error or not connector or not getattr(artifact, "dialect", ""):
+            continue
+        sql = getattr(artifact, "submitted_sql", "") or getattr(artifact, "executed_sql", "")
+        return connector, VerifiedQuery(
+            question=turn.question,
+            sql=sql,
+            verified_by=by if by is not None else _user(),
+            verified_at=dt.date.today(),
+        )
+    raise ConfigurationError(
+        f"the turn {turn.question!r} ran no SQL query, so there is nothing to verify"
+    )
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name in the environment (a container)
+        return ""
