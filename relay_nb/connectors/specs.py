@@ -76,6 +76,9 @@ class ConnectorEntry(BaseModel):
     id: str
     name: str | None = None
     description: str | None = None
+    knowledge: str | None = None
+    """A knowledge file for this connector (``relay.knowledge.yaml``), relative to the config
+    file: its rules, metrics and verified queries become context (see ``relay.knowledge``)."""
     config: dict[str, Any] = Field(default_factory=dict, validate_default=True)
 
     @model_validator(mode="before")

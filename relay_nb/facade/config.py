@@ -54,7 +54,9 @@ from relay_nb.connectors.specs import (
     check_no_inline_secrets,
     is_secret_option,
 )
+from relay_nb.context.knowledge_source import KnowledgeSource
 from relay_nb.errors import ConfigurationError
+from relay_nb.knowledge import load_knowledge
 from relay_nb.redaction import redact, register_secret
 
 __all__ = [
@@ -254,6 +256,11 @@ def apply_config(engine: Session, config: RelayConfig) -> list[str]:
                 f"skill {skill.name!r} names tool(s) {unknown} that are not registered; "
                 "register them with relay.tool(...) before loading the config"
             )
+    knowledge = [  # read (and checked) before anything is built
+        _knowledge_source(entry.id, config.base_dir, entry.knowledge)
+        for entry in config.connectors
+        if entry.knowledge
+    ]
     connectors = build_connectors(config)
     try:
         _check_new_tool_names(engine, connectors)
@@ -264,6 +271,10 @@ def apply_config(engine: Session, config: RelayConfig) -> list[str]:
             if engine.connectors.get(connector.id) is not connector:
                 connector.close()
         raise
+    for source in knowledge:
+        if any(s.name == source.name for s in engine.resolver.sources):
+            engine.resolver.remove(source.name)
+        engine.resolver.add(source)
     for skill in skills:
         engine.add_skill(skill, replace=True)
     if config.settings:
@@ -271,6 +282,16 @@ def apply_config(engine: Session, config: RelayConfig) -> list[str]:
     if "schema_ttl_s" in config.model_fields_set:
         engine.connectors.schema_ttl_s = config.schema_ttl_s
     return [c.id for c in connectors]
+
+
+def _knowledge_source(connector_id: str, base_dir: Path | None, file: str) -> KnowledgeSource:
+    path = Path(file).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        return KnowledgeSource(load_knowledge(path), connector_id, path=path)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"connector {connector_id!r}, knowledge: {exc}") from None
 
 
 def _check_new_tool_names(engine: Session, connectors: Sequence[Connector]) -> None:

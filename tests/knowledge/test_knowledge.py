@@ -277,3 +277,31 @@ def test_verify_saves_the_last_turn_and_the_next_question_uses_it(
     finally:
         facade._default = None
         relay.close()
+
+
+def test_a_config_file_attaches_knowledge_to_its_connector(tmp_path: Path) -> None:
+    import json
+
+    url = f"sqlite:///{tmp_path / 'shop.sqlite'}"
+    seed_database(url)
+    (tmp_path / "knowledge").mkdir()
+    (tmp_path / "knowledge" / "shop.yaml").write_text(SHOP, encoding="utf-8")
+    entry = {"type": "sqlite", "id": "shop", "config": {"url": url}}
+    config = tmp_path / "relay.config.json"
+    config.write_text(json.dumps({"connectors": [{**entry, "knowledge": "knowledge/shop.yaml"}]}))
+    model = ScriptedRuntime([{"text": "ok"}])
+    relay = Relay(model, ledger=False, config=config)  # relative to the config file
+    try:
+        relay.ask("revenue by month?")
+        assert "Revenue counts paid orders only." in model.requests[-1].messages[0].text()
+    finally:
+        relay.close()
+    (tmp_path / "bad.yaml").write_text("rules: [a]\nmetrcs: []\n", encoding="utf-8")
+    config.write_text(json.dumps({"connectors": [{**entry, "knowledge": "bad.yaml"}]}))
+    relay = Relay(ScriptedRuntime([]), ledger=False)
+    try:
+        with pytest.raises(ConfigurationError, match=r"'shop', knowledge: bad.yaml line 2: metrcs"):
+            relay.load_config(config)
+        assert relay.connectors == {}  # all or nothing
+    finally:
+        relay.close()
