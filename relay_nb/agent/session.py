@@ -476,7 +476,7 @@ class Session:
             approver=approver or self.approver,
             on_event=self._sink(on_event),
         )
-        return await run_turn(
+        result = await run_turn(
             question,
             services,
             settings,
@@ -485,6 +485,14 @@ class Session:
             connector_ids=connector_ids,
             abort=abort,
         )
+        for source in self.resolver.sources:  # e.g. "follows the verified query …"
+            notes_for = getattr(source, "notes_for", None)
+            if notes_for is not None:
+                try:
+                    result.notes.extend(notes_for(result))
+                except Exception as exc:  # a note is never worth the answer
+                    logger.warning("notes of source %s failed: %r", source.name, exc)
+        return result
 
     def _remember(self, result: TurnResult) -> None:
         self.history.add_turn(result.messages, result.tool_results)

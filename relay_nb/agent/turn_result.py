@@ -39,6 +39,9 @@ class TurnResult(BaseModel):
     """Set when no model answered (see ``InvocationResult.simulated``): the views label the
     turn so, and its cost is an estimate at ``model``'s prices, not money spent."""
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    """What the context's sources say about the finished turn, e.g. that its SQL follows a
+    verified query (a source's ``notes_for(turn)``; see the agent's session)."""
     messages: list[Message] = Field(default_factory=list)
     """This turn's messages — the question, the model's calls and replies, the tool results —
     in order, each call followed by its result; append them to the history for the next

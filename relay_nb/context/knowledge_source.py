@@ -25,12 +25,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from relay_nb.context.sources import question_terms
 from relay_nb.context.types import ContextItem, ContextRequest
 from relay_nb.knowledge import Knowledge, Metric, VerifiedQuery
 
-__all__ = ["KNOWLEDGE_PRIORITY", "VERIFIED_PRIORITY", "KnowledgeSource"]
+__all__ = ["KNOWLEDGE_PRIORITY", "VERIFIED_PRIORITY", "KnowledgeSource", "same_query"]
 
 KNOWLEDGE_PRIORITY = 72
 VERIFIED_PRIORITY = 68
@@ -94,6 +95,23 @@ class KnowledgeSource:
                 )
             )
         return items
+
+    def notes_for(self, turn: Any) -> list[str]:
+        """ "follows the verified query …" for each verified query one of ``turn``'s queries on
+        this connector is, once both are written alike (see :func:`same_query`)."""
+        notes = []
+        for outcome in getattr(turn, "tool_results", ()):
+            artifact = outcome.artifact
+            dialect = getattr(artifact, "dialect", "")
+            if outcome.is_error or getattr(artifact, "connector_id", "") != self.knows:
+                continue
+            sql = getattr(artifact, "submitted_sql", "") or getattr(artifact, "executed_sql", "")
+            for query in self.knowledge.verified_queries:
+                if dialect and same_query(sql, query.sql, dialect):
+                    note = f"follows the verified query for {query.question!r}{_checked(query)}"
+                    if note not in notes:
+                        notes.append(note)
+        return notes
 
     def similar(self, question: str) -> list[VerifiedQuery]:
         """The verified queries whose questions share the most weighted words with
@@ -168,14 +186,39 @@ class KnowledgeSource:
         return entries
 
 
-def render_verified(query: VerifiedQuery) -> str:
-    """A verified query as the model sees it: who checked it, the question, the SQL."""
+def same_query(first: str, second: str, dialect: str) -> bool:
+    """Whether two queries are the same once both are parsed and written out alike in
+    ``dialect`` (case, spacing, quoting, comments, and the outermost LIMIT set aside — the
+    guard sets its own)."""
+    import sqlglot
+
+    def written(sql: str) -> str | None:
+        try:
+            tree = sqlglot.parse_one(sql, read=dialect)
+        except Exception:
+            return None
+        if tree is None:
+            return None
+        tree.set("limit", None)
+        return tree.sql(dialect=dialect, normalize=True, comments=False)
+
+    one = written(first)
+    return one is not None and one == written(second)
+
+
+def _checked(query: VerifiedQuery) -> str:
+    """`` (verified by ana on 2026-11-30)``, or nothing when neither is known."""
     by = []
     if query.verified_by:
         by.append(f"by {query.verified_by}")
     if query.verified_at is not None:
         by.append(f"on {query.verified_at.isoformat()}")
-    checked = f" ({' '.join(by)})" if by else ""
+    return f" (verified {' '.join(by)})" if by else ""
+
+
+def render_verified(query: VerifiedQuery) -> str:
+    """A verified query as the model sees it: who checked it, the question, the SQL."""
+    checked = _checked(query).replace(" (verified ", " (", 1)
     return (
         f"Verified{checked}, a query that answers {query.question!r}; start from it when the "
         f"question is the same or close:\n{query.sql.strip()}"

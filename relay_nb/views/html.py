@@ -60,6 +60,7 @@ _STYLE = (
     f".relay-turn .relay-error{{color:{ERROR_COLOR}}}"
     f".relay-turn .relay-usage{{color:{MUTED_COLOR};margin-top:6px}}"
     ".relay-turn .relay-note{color:var(--jp-warn-color0,#b36b00);margin-top:4px}"
+    ".relay-turn .relay-verified{color:var(--jp-success-color0,#2e7d32);margin-top:4px}"
     ".relay-turn pre{margin:4px 0}.relay-turn table{font-size:12px}</style>"
 )
 
@@ -75,6 +76,8 @@ def turn_html(turn: TurnResult | TurnView, *, max_rows: int = HTML_PREVIEW_ROWS)
     if view.finish_reason not in (None, "stop"):
         reason = html.escape(view.finish_reason or "")
         parts.append(f'<div class="relay-error">stopped: {reason}</div>')
+    for note in view.notes:
+        parts.append(f'<div class="relay-verified">✓ {html.escape(note)}</div>')
     for warning in view.warnings:
         parts.append(f'<div class="relay-usage">⚠ {html.escape(warning)}</div>')
     parts.append(f'<div class="relay-usage">{html.escape(view.usage_line())}</div></div>')

@@ -131,6 +131,8 @@ class TurnView(BaseModel):
     """None while the turn runs."""
     error: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    """What the context's sources noted about the finished turn (a verified query followed)."""
     usage: Usage | None = None
     """The turn's priced usage so far (None before the first model call)."""
     model: str = ""
@@ -150,6 +152,7 @@ class TurnView(BaseModel):
             finish_reason=turn.finish_reason,
             error=next((e.message for e in reversed(turn.events) if e.type == "error"), None),
             warnings=list(turn.warnings),
+            notes=list(turn.notes),
             usage=turn.usage,
             model=turn.model,
             simulated=turn.simulated,

@@ -57,6 +57,7 @@ def turn_text(
     lines.append("A: " + (answer.replace("\n", "\n   ") if answer else "(no answer)"))
     if view.finish_reason not in (None, "stop"):
         lines.append(f"stopped: {view.finish_reason}")
+    lines += [f"✓ {note}" for note in view.notes]
     lines.append(view.usage_line())
     return visible_controls("\n".join(lines))
 

@@ -257,6 +257,15 @@ def test_verify_saves_the_last_turn_and_the_next_question_uses_it(
             {"tool_calls": [{"name": "query_shop", "input": {"sql": sql}}]},
             {"text": "Most customers are in NL."},
             {"text": "again"},
+            # the same query written differently: spacing, case, a LIMIT of its own
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": sql.lower() + "  limit 3"}}]},
+            {"text": "NL again"},
+            {
+                "tool_calls": [
+                    {"name": "query_shop", "input": {"sql": "SELECT COUNT(*) FROM orders"}}
+                ]
+            },
+            {"text": "other"},
         ]
     )
     relay = Relay(model, ledger=False)
@@ -274,6 +283,14 @@ def test_verify_saves_the_last_turn_and_the_next_question_uses_it(
         assert query.sql == sql and query.verified_at == dt.date.today()  # the model's SQL
         relay.ask("which country has most customers")
         assert sql in model.requests[-1].messages[0].text()  # retrieved for a close question
+        followed = relay.ask("top countries by customers?")
+        (note,) = followed.notes
+        assert note.startswith("follows the verified query for 'which country has the most")
+        assert f"on {dt.date.today().isoformat()})" in note
+        from relay_nb.views import turn_html, turn_text
+
+        assert f"✓ {note}" in turn_text(followed) and "relay-verified" in turn_html(followed)
+        assert relay.ask("how many orders?").notes == []
     finally:
         facade._default = None
         relay.close()
@@ -305,3 +322,13 @@ def test_a_config_file_attaches_knowledge_to_its_connector(tmp_path: Path) -> No
         assert relay.connectors == {}  # all or nothing
     finally:
         relay.close()
+
+
+def test_same_query_sets_aside_spelling_and_the_limit_but_not_meaning() -> None:
+    from relay_nb.context.knowledge_source import same_query
+
+    base = "SELECT country, COUNT(*) AS n FROM customers WHERE active = 1 GROUP BY country"
+    assert same_query(base, base.lower().replace(" ", "  ") + " LIMIT 10", "sqlite")
+    assert same_query(base, f"-- checked\n{base}", "postgres")
+    assert not same_query(base, base.replace("active = 1", "active = 0"), "sqlite")
+    assert not same_query(base, "not sql ((", "sqlite")
