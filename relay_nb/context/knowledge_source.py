@@ -97,8 +97,9 @@ class KnowledgeSource:
         return items
 
     def notes_for(self, turn: Any) -> list[str]:
-        """ "follows the verified query …" for each verified query one of ``turn``'s queries on
-        this connector is, once both are written alike (see :func:`same_query`)."""
+        """A note ("follows the verified query …") for each verified query that one of
+        ``turn``'s queries on this connector is, once both are written alike
+        (:func:`same_query`)."""
         notes = []
         for outcome in getattr(turn, "tool_results", ()):
             artifact = outcome.artifact
