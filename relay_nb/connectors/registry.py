@@ -254,7 +254,13 @@ class ConnectorRegistry(Mapping[str, Connector]):
 def check_reachable(connector: Connector, timeout_s: float) -> None:
     """Read what ``connector`` holds (its schema, collections, endpoints) within
     ``timeout_s``, so a wrong password, an unreachable server or a missing file fails when
-    connecting, with its whole cause on one line, not later in a status table."""
+    connecting, with its whole cause on one line, not later in a status table.
+
+    A connector that starts what it speaks to (an MCP server process: a Python interpreter
+    importing its SDK, or ``npx`` fetching a package) says how long that may take in
+    ``startup_timeout_s``; the check waits at least that long, so a slow start on a busy
+    machine is not reported as a server that does not answer."""
+    timeout_s = max(timeout_s, float(getattr(connector, "startup_timeout_s", 0.0) or 0.0))
     try:
         _in_daemon_thread(connector.object_names).result(timeout=timeout_s)
     except FutureTimeout:

@@ -189,3 +189,21 @@ def test_catalog_is_cached_until_refresh(stdio_files) -> None:
     assert second is not first and second.tools == first.tools
     assert stdio_files.catalog is second
     assert server_pid(stdio_files) == pid
+
+
+def test_the_connect_check_waits_as_long_as_the_server_may_take_to_start() -> None:
+    """A stdio server starts a Python interpreter and imports its SDK: on a busy machine that
+    takes longer than the generic 10 s check. The check waits at least the connector's own
+    startup allowance (connect_timeout_s + timeout_s), so a slow start is not 'unreachable'."""
+    from mcp_support import SERVER
+
+    from relay_nb import Relay, ScriptedRuntime
+    from relay_nb.connectors.mcp import MCP
+
+    relay = Relay(ScriptedRuntime([]), ledger=False)
+    try:
+        # 0.01 s is far less than any server start: only the connector's allowance lets it pass
+        connector = relay.connect("drive", MCP(command=SERVER, timeout_s=10), check_timeout_s=0.01)
+        assert connector.startup_timeout_s == 40 and "drive" in relay.connectors
+    finally:
+        relay.close()

@@ -101,6 +101,8 @@ class MCPConnector(Connector):
         self.description = description
         self.timeout_s = float(spec.timeout_s)
         connect_timeout = spec.connect_timeout_s or _CONNECT_TIMEOUT_S
+        self.startup_timeout_s = connect_timeout + self.timeout_s
+        """Starting the server, its handshake and the first listing (``check_reachable``)."""
         self._host = MCPClientHost(
             self.launch,
             label=self.id,
