@@ -348,10 +348,12 @@ class RelayMagics(Magics):
         turns = relay.turns
         last = turns[-1] if turns else None
         count = len(turns)
-        line = f"session: {count} turn{'s' if count != 1 else ''} · " + describe_usage(
-            relay.usage, last.model if last else "", simulated=last.simulated if last else None
-        )
         stood_in = [t for t in turns if t.simulated]
+        # the total is "not spent" only when no real model answered any turn
+        simulated = last.simulated if last and len(stood_in) == count else None
+        line = f"session: {count} turn{'s' if count != 1 else ''} · " + describe_usage(
+            relay.usage, last.model if last else "", simulated=simulated
+        )
         if stood_in and len(stood_in) < count:  # some turns real, some not: say which is which
             priced = sum(t.usage.cost_usd or 0.0 for t in stood_in)
             line += f" (of which ${priced:.4f} for {len(stood_in)} scripted or replayed, not spent)"

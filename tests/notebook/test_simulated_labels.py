@@ -123,3 +123,7 @@ def test_usage_of_a_session_that_mixed_both_says_which_is_which(
     scripted = relay.turns[0].usage.cost_usd
     assert line.startswith("session: 2 turns · claude-haiku-4-5 · ")  # the last turn's model
     assert line.endswith(f"(of which ${scripted:.4f} for 1 scripted or replayed, not spent)")
+    model.add({"text": "scripted again"})
+    shell.run("%relay third, scripted")  # the last turn scripted: the total is still mixed
+    line = shell.run("%relay --usage").stdout.strip()
+    assert line.count("not spent") == 1 and "for 2 scripted or replayed, not spent)" in line
