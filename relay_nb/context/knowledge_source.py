@@ -96,6 +96,28 @@ class KnowledgeSource:
             )
         return items
 
+    def related_terms(self, request: ContextRequest) -> list[str]:
+        """The data's names for the synonyms the question uses: ``clients`` → ``customers``,
+        ``nation`` → ``customers``, ``country``; a glossary word → what it means."""
+        if self.knows not in request.connector_ids:
+            return []
+        wanted = set(question_terms(request.question))
+        known = self.knowledge
+        names: list[str] = []
+        for word, meanings in known.synonyms.items():
+            if _named(wanted, word):
+                names += meanings
+        for table, about in known.tables.items():
+            if _named(wanted, *about.synonyms):
+                names.append(table)
+            for column, info in about.columns.items():
+                if _named(wanted, *info.synonyms):
+                    names += [table, column]
+        for metric in known.metrics:
+            if _named(wanted, *metric.synonyms):
+                names.append(metric.name)
+        return list(dict.fromkeys(names))
+
     def notes_for(self, turn: Any) -> list[str]:
         """A note ("follows the verified query …") for each verified query that one of
         ``turn``'s queries on this connector is, once both are written alike

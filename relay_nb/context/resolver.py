@@ -146,6 +146,7 @@ class ContextResolver:
         if limit is not None and (isinstance(limit, bool) or limit < 0):
             raise ConfigurationError(f"budget must be a non-negative token count, got {limit!r}")
         sources = list(self._sources)
+        request = _with_related_terms(request, sources, self._logger)
         results = await _gather_all(
             [self._fetch_one(source, request) for source in sources],
         )
@@ -352,3 +353,22 @@ def _check_timeout(value: object, what: str) -> float:
     if not math.isfinite(value):
         raise ConfigurationError(f"{what} must be finite, got {value!r}")
     return float(value)
+
+
+def _with_related_terms(
+    request: ContextRequest, sources: list[ContextSource], logger: logging.Logger
+) -> ContextRequest:
+    """``request`` with the names every source's ``related_terms`` gives for it (a source
+    that fails to say is skipped: the question's own words still rank)."""
+    terms: list[str] = list(request.related_terms)
+    for source in sources:
+        related = getattr(source, "related_terms", None)
+        if related is None:
+            continue
+        try:
+            terms += [t for t in related(request) if isinstance(t, str) and t not in terms]
+        except Exception as exc:
+            logger.warning("related_terms of source %s failed: %r", source.name, exc)
+    if tuple(terms) == request.related_terms:
+        return request
+    return request.model_copy(update={"related_terms": tuple(terms)})

@@ -110,8 +110,10 @@ class ConnectorSchemaSource:
         if request.connector_ids and self.connector.id not in request.connector_ids:
             return []
         limit = self.max_tokens if self.max_tokens is not None else request.budget
+        # the names the question means (a glossary's synonyms) rank like its own words
+        question = " ".join((request.question, *request.related_terms))
         text = await asyncio.to_thread(
-            self.connector.prompt_context, max_tokens=limit, question=request.question
+            self.connector.prompt_context, max_tokens=limit, question=question
         )
         return [
             ContextItem(

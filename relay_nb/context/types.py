@@ -34,6 +34,11 @@ class ContextRequest(BaseModel):
     connector_ids: tuple[str, ...] = ()
     budget: int | None = Field(default=None, ge=0)
     """Tokens the context may use; sources may use it to size what they return."""
+    related_terms: tuple[str, ...] = ()
+    """Names the question means in the data though it does not say them ("nations" →
+    ``country``), from sources' ``related_terms(request)`` (a knowledge file's synonyms);
+    the resolver fills it in before any source fetches, and sources that rank by the
+    question's words rank by these too."""
 
 
 ContextKind = Literal[
@@ -69,9 +74,10 @@ class ContextSource(Protocol):
     """Anything with a name, a priority and an async ``fetch``.
 
     Optional attributes the resolver honours: ``timeout_s`` (float, default 2 s),
-    ``async prewarm(request)`` (start slow work early, e.g. schema introspection) and
-    ``connector_id`` (the connector the source speaks for: removing the connector removes
-    the source).
+    ``async prewarm(request)`` (start slow work early, e.g. schema introspection),
+    ``related_terms(request)`` (cheap and synchronous: names the question means, passed to
+    every source as ``request.related_terms``) and ``connector_id`` (the connector the
+    source speaks for: removing the connector removes the source).
     """
 
     name: str
