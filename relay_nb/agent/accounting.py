@@ -25,7 +25,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Literal
 
 from relay_nb.agent.caps import CallPlan, SpendMeter, UsageCaps, UsageLimit, exceeded, plan_call
 from relay_nb.agent.ledger import LedgerRow, UsageLedger
@@ -39,6 +38,7 @@ from relay_nb.runtime.base import ModelRuntime
 from relay_nb.runtime.types import (
     InvocationRequest,
     InvocationResult,
+    Simulated,
     Usage,
     estimate_request_tokens,
 )
@@ -225,7 +225,7 @@ def runtime_model(runtime: ModelRuntime) -> str:
     return model if isinstance(model, str) else ""
 
 
-def runtime_simulated(runtime: ModelRuntime) -> Literal["scripted", "replayed"] | None:
+def runtime_simulated(runtime: ModelRuntime) -> Simulated | None:
     """``scripted`` or ``replayed`` for a runtime that stands in for a model, else None."""
     simulated = getattr(runtime, "simulated", None)
     return simulated if simulated in ("scripted", "replayed") else None

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from relay_nb.runtime.types import Usage
+from relay_nb.runtime.types import Simulated, Usage
 
 __all__ = [
     "ContextResolvedEvent",
@@ -91,7 +91,7 @@ class UsageEvent(_Event):
     type: Literal["usage"] = "usage"
     usage: Usage
     model: str
-    simulated: Literal["scripted", "replayed"] | None = None
+    simulated: Simulated | None = None
     """See ``InvocationResult.simulated``."""
 
 

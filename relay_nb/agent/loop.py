@@ -21,7 +21,6 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Literal
 
 from relay_nb.agent.accounting import runtime_model, runtime_simulated
 from relay_nb.agent.caps import Reservation
@@ -51,6 +50,7 @@ from relay_nb.runtime.types import (
     InvocationRequest,
     InvocationResult,
     Message,
+    Simulated,
     ToolCall,
     ToolChoice,
     ToolSpec,
@@ -118,7 +118,7 @@ class _Turn:
         self.usage: Usage | None = None
         self.warnings: list[str] = []
         self.model = ""
-        self.simulated: Literal["scripted", "replayed"] | None = None
+        self.simulated: Simulated | None = None
         self.last_text = ""
         self.streamed = False
         self.reservation: Reservation | None = None

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_nb.agent.events import Event
 from relay_nb.agent.settings import TurnSettings
 from relay_nb.agent.tool_calls import ToolOutcome
-from relay_nb.runtime.types import Message, ToolCall, Usage
+from relay_nb.runtime.types import Message, Simulated, ToolCall, Usage
 
 __all__ = ["FinishReason", "TurnResult"]
 
@@ -35,7 +35,7 @@ class TurnResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     steps: int = 0
     model: str = ""
-    simulated: Literal["scripted", "replayed"] | None = None
+    simulated: Simulated | None = None
     """Set when no model answered (see ``InvocationResult.simulated``): the views label the
     turn so, and its cost is an estimate at ``model``'s prices, not money spent."""
     warnings: list[str] = Field(default_factory=list)
@@ -92,6 +92,19 @@ class TurnResult(BaseModel):
     def charts(self) -> list[Any]:
         """The charts the ``chart`` tool drew in this turn (each has ``.png``)."""
         return [a for a in self.artifacts if getattr(a, "png", None) is not None]
+
+    @property
+    def sql_outcomes(self) -> list[ToolOutcome]:
+        """The tool calls that ran SQL on a connector and succeeded, in call order (their
+        artifact is a ``QueryResult`` naming its connector and dialect): what ``--sql`` puts
+        in a cell, ``relay.verify`` saves and a knowledge file's verified queries match."""
+        return [
+            outcome
+            for outcome in self.tool_results
+            if not outcome.is_error
+            and getattr(outcome.artifact, "connector_id", "")
+            and getattr(outcome.artifact, "dialect", "")
+        ]
 
     @property
     def queries(self) -> list[str]:

@@ -123,14 +123,13 @@ class KnowledgeSource:
         ``turn``'s queries on this connector is, once both are written alike
         (:func:`same_query`)."""
         notes = []
-        for outcome in getattr(turn, "tool_results", ()):
+        for outcome in turn.sql_outcomes:
             artifact = outcome.artifact
-            dialect = getattr(artifact, "dialect", "")
-            if outcome.is_error or getattr(artifact, "connector_id", "") != self.knows:
+            if artifact.connector_id != self.knows:
                 continue
-            sql = getattr(artifact, "submitted_sql", "") or getattr(artifact, "executed_sql", "")
+            sql = artifact.submitted_sql or artifact.executed_sql
             for query in self.knowledge.verified_queries:
-                if dialect and same_query(sql, query.sql, dialect):
+                if same_query(sql, query.sql, artifact.dialect):
                     note = f"follows the verified query for {query.question!r}{_checked(query)}"
                     if note not in notes:
                         notes.append(note)

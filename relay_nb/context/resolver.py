@@ -98,20 +98,23 @@ class ContextResolver:
         """The registered sources, in registration order (the tie-break order for packing)."""
         return tuple(self._sources)
 
-    def add(self, source: ContextSource) -> None:
-        """Register a source; a duplicate name is refused so stats stay unambiguous."""
+    def add(self, source: ContextSource, *, replace: bool = False) -> None:
+        """Register a source; a duplicate name is refused so stats stay unambiguous, unless
+        ``replace``, which swaps the source registered under that name (a re-run cell)."""
         if not isinstance(source, ContextSource):
             raise ConfigurationError(
                 "a context source needs a `name`, a `priority` and an async `fetch(request)`"
             )
-        if any(existing.name == source.name for existing in self._sources):
-            raise ConfigurationError(
-                f"a context source named {source.name!r} is already registered; "
-                "remove it first or choose another name"
-            )
         timeout = getattr(source, "timeout_s", None)
         if timeout is not None:
             _check_timeout(timeout, f"{source.name}.timeout_s")
+        if any(existing.name == source.name for existing in self._sources):
+            if not replace:
+                raise ConfigurationError(
+                    f"a context source named {source.name!r} is already registered; "
+                    "remove it first or choose another name"
+                )
+            self.remove(source.name)
         self._sources.append(source)
 
     def remove(self, name: str) -> None:

@@ -14,6 +14,7 @@ executes it (:mod:`relay_nb.demo.quickstart`).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import textwrap
@@ -187,17 +188,10 @@ def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
 
 
 def pretty_sql(dialect: str) -> Callable[[str], str]:
-    """Lay out SQL over lines for reading (sqlglot's pretty printer; as-is if it cannot)."""
-    import sqlglot
-    from sqlglot.errors import SqlglotError
+    """Lay out SQL over lines for reading, as the notebook's trace does (as-is if it cannot)."""
+    from relay_nb.views.sql_layout import readable_sql
 
-    def layout(sql: str) -> str:
-        try:
-            return sqlglot.transpile(sql, read=dialect, write=dialect, pretty=True)[0]
-        except (SqlglotError, IndexError):
-            return sql
-
-    return layout
+    return functools.partial(readable_sql, dialect=dialect)
 
 
 # -- the notebook ---------------------------------------------------------------------------------

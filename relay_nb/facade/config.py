@@ -272,9 +272,7 @@ def apply_config(engine: Session, config: RelayConfig) -> list[str]:
                 connector.close()
         raise
     for source in knowledge:
-        if any(s.name == source.name for s in engine.resolver.sources):
-            engine.resolver.remove(source.name)
-        engine.resolver.add(source)
+        engine.resolver.add(source, replace=True)
     for skill in skills:
         engine.add_skill(skill, replace=True)
     if config.settings:

@@ -35,13 +35,11 @@ def attach(connectors: Iterable[str], connector_id: str, source: KnowledgeInput)
 
 
 def save_verified(
-    sources: Iterable[Any], turn: TurnResult | list[TurnResult], by: str | None
+    sources: Iterable[Any], turn: TurnResult | None, by: str | None
 ) -> tuple[KnowledgeSource, Path]:
-    """Append ``turn``'s query to its connector's knowledge file (``[]``: no turn yet);
+    """Append ``turn``'s query to its connector's knowledge file (None: no turn yet);
     returns the context source of the file as now written (to replace the old one) and the
     file."""
-    turn = turn if isinstance(turn, TurnResult) else (turn[0] if turn else None)
-    sources = list(sources)
     connector_id, query = verified_query(turn, by)
     path = knowledge_file(sources, connector_id)
     return KnowledgeSource(append_verified(path, query), connector_id, path=path), path
@@ -59,20 +57,16 @@ def verified_query(turn: TurnResult | None, by: str | None) -> tuple[str, Verifi
     """``(connector id, query)`` for the last successful SQL query of ``turn``."""
     if turn is None:
         raise ConfigurationError("no question has been asked yet, so there is nothing to verify")
-    for outcome in reversed(turn.tool_results):
-        artifact = outcome.artifact
-        connector = getattr(artifact, "connector_id", "")
-        if outcome.is_error or not connector or not getattr(artifact, "dialect", ""):
-            continue
-        sql = getattr(artifact, "submitted_sql", "") or getattr(artifact, "executed_sql", "")
-        return connector, VerifiedQuery(
-            question=turn.question,
-            sql=sql,
-            verified_by=by if by is not None else _user(),
-            verified_at=dt.date.today(),
+    if not turn.sql_outcomes:
+        raise ConfigurationError(
+            f"the turn {turn.question!r} ran no SQL query, so there is nothing to verify"
         )
-    raise ConfigurationError(
-        f"the turn {turn.question!r} ran no SQL query, so there is nothing to verify"
+    artifact = turn.sql_outcomes[-1].artifact
+    return artifact.connector_id, VerifiedQuery(
+        question=turn.question,
+        sql=artifact.submitted_sql or artifact.executed_sql,
+        verified_by=by if by is not None else _user(),
+        verified_at=dt.date.today(),
     )
 
 

@@ -237,7 +237,8 @@ class Relay:
         """Save ``turn``'s (default: the last) question and SQL as a verified query in its
         connector's knowledge file (``<id>.knowledge.yaml`` if none is attached), which
         the next similar question starts from; returns the file."""
-        source, path = save_verified(self._engine.resolver.sources, turn or self.turns[-1:], by)
+        last = turn or (self.turns[-1] if self.turns else None)
+        source, path = save_verified(self._engine.resolver.sources, last, by)
         self.add_source(source, replace=True)
         return path
 
@@ -340,10 +341,7 @@ class Relay:
         """Add a context source (a glossary, a notebook's DataFrames …) that every question's
         prompt draws from; ``replace=True`` swaps one registered under the same name (a
         re-run cell)."""
-        resolver = self._engine.resolver
-        if replace and self.has_source(source.name):
-            resolver.remove(source.name)
-        resolver.add(source)
+        self._engine.resolver.add(source, replace=replace)
 
     def has_source(self, name: str) -> bool:
         """Whether a context source called ``name`` is registered."""

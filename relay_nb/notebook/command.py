@@ -18,7 +18,16 @@ from typing import Any, Literal
 
 from IPython.core.error import UsageError
 
-__all__ = ["HELP", "OPTIONS", "USAGE", "Command", "Option", "interpolate", "parse_command"]
+__all__ = [
+    "HELP",
+    "OPTIONS",
+    "USAGE",
+    "Command",
+    "Option",
+    "interpolate",
+    "parse_command",
+    "rest_of_line",
+]
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,7 @@ def parse_command(line: str, cell: str | None = None) -> Command:
         arity = option.arity
         command.options[key] = True if arity == 0 else values[0] if arity == 1 else values
         index += 1 + arity
-    rest = _rest_of_line(line, words, index)
+    rest = rest_of_line(line, words, index)
     if cell is not None:
         if rest:
             raise UsageError(f"%%relay takes only options on its line, got {rest!r}; {USAGE}")
@@ -155,7 +164,7 @@ def parse_command(line: str, cell: str | None = None) -> Command:
     return command
 
 
-def _rest_of_line(line: str, words: list[str], index: int) -> str:
+def rest_of_line(line: str, words: list[str], index: int) -> str:
     """The raw text after the first ``index`` words (spacing inside the question kept)."""
     text = line.strip()
     for word in words[:index]:

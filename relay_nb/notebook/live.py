@@ -170,7 +170,7 @@ class LiveTurnView:
                 return  # a result with no call shown (a malformed next_step): the trace has it
             panel = self._widgets.Accordion(children=[self._widgets.VBox([self._query(call)])])
             for earlier, _index in self._calls.values():
-                if earlier.selected_index is not None and not self._keeps_open(earlier):
+                if earlier.selected_index is not None and not self._shows_chart(earlier):
                     earlier.selected_index = None  # the newest step is the one to read
             self._calls[call.tool_call_id] = (panel, call.index)
             self.calls.children = (*self.calls.children, panel)
@@ -189,11 +189,10 @@ class LiveTurnView:
             box.children = (query, *rest, self._result(call))
             panel.selected_index = 0
 
-    @staticmethod
-    def _keeps_open(panel: Any) -> bool:
+    def _shows_chart(self, panel: Any) -> bool:
         """A chart stays unfolded when the next step starts; other steps fold."""
         (box,) = panel.children
-        return any(type(child).__name__ == "Image" for child in box.children)
+        return any(isinstance(child, self._widgets.Image) for child in box.children)
 
     def _query(self, call: CallView) -> Any:
         return self._widgets.HTML(self._query_html(call))

@@ -213,15 +213,11 @@ class RelayMagics(Magics):
 
     def _insert_sql_cell(self, turn: Any, *, explicit: bool) -> None:
         """The turn's last SQL query as a runnable ``%%relay_sql`` cell below this one."""
-        for index in range(len(turn.tool_results), 0, -1):
-            call = CallView.of(index, turn.tool_results[index - 1])
-            connector = getattr(call.artifact, "connector_id", "")
-            if not call.is_error and connector and getattr(call.artifact, "dialect", ""):
-                self.shell.set_next_input(
-                    sql_cell_text(connector, call.readable_query()), replace=False
-                )
-                return
-        if explicit:
+        if turn.sql_outcomes:
+            call = CallView.of(1, turn.sql_outcomes[-1])
+            text = sql_cell_text(call.artifact.connector_id, call.readable_query())
+            self.shell.set_next_input(text, replace=False)
+        elif explicit:
             print("--sql: this turn ran no SQL query; no cell was inserted")
 
     # -- %%relay_sql ----------------------------------------------------------------------------

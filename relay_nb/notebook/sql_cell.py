@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
-from relay_nb.notebook.command import IDENTIFIER
+from relay_nb.notebook.command import IDENTIFIER, rest_of_line
 
 __all__ = ["SQL_HELP", "SQL_USAGE", "SqlCell", "parse_sql_cell", "sql_cell_text"]
 
@@ -63,9 +63,7 @@ def parse_sql_cell(line: str, cell: str | None = None) -> SqlCell:
         if index + 1 >= len(words) or not IDENTIFIER.match(words[index + 1]):
             raise UsageError(f"--out takes a variable name; {SQL_USAGE}")
         out, index = words[index + 1], index + 2
-    rest = line.strip()
-    for word in words[:index]:
-        rest = rest[rest.index(word) + len(word) :].lstrip()
+    rest = rest_of_line(line, words, index)
     if cell is not None:
         if rest:
             raise UsageError(

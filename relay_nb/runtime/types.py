@@ -24,6 +24,7 @@ __all__ = [
     "InvocationResult",
     "Message",
     "Part",
+    "Simulated",
     "TextPart",
     "ToolCall",
     "ToolCallPart",
@@ -266,6 +267,10 @@ class Usage(_Model):
         )
 
 
+Simulated = Literal["scripted", "replayed"]
+"""What stood in for a model: a scripted step, or a recorded answer replayed."""
+
+
 class InvocationResult(_Model):
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
@@ -276,7 +281,7 @@ class InvocationResult(_Model):
     latency_ms: float = Field(default=0.0, ge=0)
     stop_reason: str | None = None
     warnings: list[str] = Field(default_factory=list)
-    simulated: Literal["scripted", "replayed"] | None = None
+    simulated: Simulated | None = None
     """Set when no model answered this call: a scripted step, or a recorded answer replayed.
     Every view labels such a turn, so a scripted answer never passes for a real model's and
     its cost (an estimate at ``model``'s prices, or the recording's) for money spent."""

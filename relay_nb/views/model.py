@@ -23,7 +23,7 @@ from relay_nb.agent.events import Event
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.redaction import redact
-from relay_nb.runtime.types import Usage
+from relay_nb.runtime.types import Simulated, Usage
 from relay_nb.views.sql_layout import readable_sql
 
 __all__ = ["CallView", "TurnView", "describe_usage", "model_label", "sql_of", "status_of"]
@@ -136,7 +136,7 @@ class TurnView(BaseModel):
     usage: Usage | None = None
     """The turn's priced usage so far (None before the first model call)."""
     model: str = ""
-    simulated: Literal["scripted", "replayed"] | None = None
+    simulated: Simulated | None = None
     """Set when no model answered (a scripted or replayed turn): the usage line says so."""
     model_calls: int = 0
     phase: str = "starting"
