@@ -191,7 +191,8 @@ class Relay:
           in-notebook frames through DuckDB (``row_limit``, ``statement_timeout_s``);
         - a SQLAlchemy URL or engine (``postgresql+psycopg://ro@127.0.0.1/shop``,
           ``sqlite:///shop.db``): ``tables``, ``schemas``, ``row_limit``,
-          ``statement_timeout_s``, ``sample_values``;
+          ``statement_timeout_s``, ``sample_values``, ``profile``, ``profile_exclude``,
+          ``profile_time_s``;
         - ``mongodb://host/db``: ``collections``, ``sample_size``, ``max_depth``,
           ``row_limit``, ``timeout_s``;
         - ``https://api.example.com/v1``: ``auth={"type": "bearer", "token_env": "VAR"}``,

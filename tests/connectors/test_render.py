@@ -11,14 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from relay_nb.connectors.sql.introspect import introspect
-from relay_nb.connectors.sql.render import (
-    LEGEND,
-    describe_tables,
-    estimate_tokens,
-    rank_tables,
-    render_catalog,
-    search_tables,
-)
+from relay_nb.connectors.sql.ranking import rank_tables, search_tables
+from relay_nb.connectors.sql.render import LEGEND, describe_tables, estimate_tokens, render_catalog
 from relay_nb.connectors.sql.schema import Catalog
 
 

@@ -1,6 +1,6 @@
-"""A knowledge file's synonyms reach the schema ranking (issue 19, item 2, first step): a
-question that names a table by a synonym ("clients", "nation") gets that table into a tight
-context, where the lexical ranking alone lets decoys that share the question's words win."""
+"""A knowledge file's synonyms reach the schema ranking: a question that names a table by
+the team's own word ("punters", "turf": no built-in synonym knows them) gets that table into
+a tight context, where the ranking alone lets decoys that share the question's words win."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from relay_nb.knowledge import parse_knowledge
 KNOWLEDGE = """\
 tables:
   customers:
-    synonyms: [clients]
+    synonyms: [punters]
     columns:
-      country: {synonyms: [nation]}
+      country: {synonyms: [turf]}
 """
-QUESTION = "How many clients per nation?"
+QUESTION = "How many punters per turf?"  # the team's own words: no built-in synonym knows them
 
 
 @pytest.fixture
@@ -32,8 +32,8 @@ def warehouse(tmp_path: Path):
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, country TEXT)")
         for i in range(40):  # decoys that share the question's own words
-            conn.execute(f"CREATE TABLE client_note_{i} (id INTEGER, note TEXT, author TEXT)")
-            conn.execute(f"CREATE TABLE nation_flag_{i} (id INTEGER, flag TEXT, colour TEXT)")
+            conn.execute(f"CREATE TABLE punter_note_{i} (id INTEGER, note TEXT, author TEXT)")
+            conn.execute(f"CREATE TABLE turf_flag_{i} (id INTEGER, flag TEXT, colour TEXT)")
     connector = SQLConnector("dw", f"sqlite:///{path}")
     yield connector
     connector.close()
@@ -70,4 +70,4 @@ def test_a_source_that_fails_to_name_terms_does_not_stop_the_turn(warehouse) -> 
         async def fetch(self, request):
             return []
 
-    assert "client_note" in _schema(warehouse, Broken())
+    assert "punter_note" in _schema(warehouse, Broken())

@@ -31,6 +31,8 @@ from relay_nb.connectors.sql.fetch import is_oversized
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.policies import policy_for
+from relay_nb.connectors.sql.profile import MAX_ROWS, ProfileSettings, profile_catalog
+from relay_nb.connectors.sql.ranking import SchemaRanker, search_tables
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
     DatabaseUnavailable,
@@ -39,7 +41,7 @@ from relay_nb.connectors.sql.readonly import (
     parse_url,
     run_read_only,
 )
-from relay_nb.connectors.sql.render import describe_tables, render_catalog, search_tables
+from relay_nb.connectors.sql.render import describe_tables, render_catalog
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError
 from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
@@ -84,6 +86,10 @@ class SQLConnector(Connector):
         description: str | None = None,
         preview_chars: int = 4000,
         sample_values: int = 0,
+        profile: bool = True,
+        profile_exclude: Sequence[str] = (),
+        profile_time_s: float = 5.0,
+        ranker: SchemaRanker | None = None,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
@@ -106,6 +112,14 @@ class SQLConnector(Connector):
             raise ConfigurationError("sample_values must be an integer from 0 (off) to 20")
         self.sample_values = sample_values
         self._samples: dict[str, list[str]] | None = None
+        self.profile = ProfileSettings.from_options(profile, profile_exclude, profile_time_s)
+        """Value profiling in the catalog pass (:mod:`relay_nb.connectors.sql.profile`)."""
+        if ranker is not None and not isinstance(ranker, SchemaRanker):
+            raise ConfigurationError(
+                "ranker must have a rank(catalog, question) method (see SchemaRanker)"
+            )
+        self.ranker = ranker
+        """Orders tables by the question when the schema does not fit (None: lexical)."""
         self._tables = list(tables) if tables is not None else None
         self._schemas = list(schemas) if schemas is not None else None
         self._owns_engine = not isinstance(url, Engine)
@@ -130,7 +144,7 @@ class SQLConnector(Connector):
         if self._catalog is None:
             with self._catalog_lock:
                 if self._catalog is None:
-                    self._catalog = self._introspect()
+                    self._catalog = self._profiled(self._introspect())
         return self._catalog
 
     def object_names(self) -> list[str]:
@@ -140,7 +154,7 @@ class SQLConnector(Connector):
         """Re-read the catalog (after the database's schema changed)."""
         self._check_not_closed()
         with self._catalog_lock:
-            self._catalog = self._introspect()
+            self._catalog = self._profiled(self._introspect())
             self._samples = None
         return self._catalog
 
@@ -198,6 +212,19 @@ class SQLConnector(Connector):
         except Exception:  # samples are a nicety: a column we cannot read simply has none
             return []
         return [str(row[0]) for row in fetched.rows]
+
+    def _profiled(self, catalog: Catalog) -> Catalog:
+        """``catalog`` with its columns' values profiled, within ``profile_time_s``."""
+
+        def run(sql: str, timeout_s: float) -> list[tuple[Any, ...]]:
+            budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
+            fetched = run_read_only(
+                self.engine, sql, max_rows=MAX_ROWS, timeout_s=timeout_s, budget=budget
+            )
+            return fetched.rows
+
+        quote = self.engine.dialect.identifier_preparer.quote_identifier
+        return profile_catalog(catalog, self.profile, run, quote)
 
     def _introspect(self) -> Catalog:
         try:
@@ -409,7 +436,8 @@ class SQLConnector(Connector):
         catalog = await asyncio.to_thread(lambda: self.catalog)
         names = list(arguments.tables)
         if arguments.search:
-            names += [t.qualified_name for t in search_tables(catalog, arguments.search, limit=5)]
+            found = search_tables(catalog, arguments.search, 5, self.ranker)
+            names += [t.qualified_name for t in found]
         if not names:
             listing = ", ".join(t.qualified_name for t in catalog.tables)
             return ToolResult(content=f"tables in {self.id}: {listing}")
@@ -432,6 +460,7 @@ class SQLConnector(Connector):
             question=question,
             sample_values=self.samples() or None,
             describe_tool=f"describe_{self.id}",
+            ranker=self.ranker,
         )
         return head + rendered.text
 

@@ -37,6 +37,9 @@ class SQLOptions(BaseModel):
     row_limit: int = _unset("row_limit", "rowLimit")
     statement_timeout_s: float = _unset("statement_timeout_s", "statementTimeoutS")
     sample_values: int = _unset()
+    profile: bool = _unset()
+    profile_exclude: list[str] = _unset()
+    profile_time_s: float = _unset()
     max_value_bytes: int = _unset()
     max_result_bytes: int = _unset()
 

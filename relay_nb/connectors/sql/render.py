@@ -1,25 +1,28 @@
-"""The catalog as compact prompt context, plus lexical table ranking, describe and search.
+"""The catalog as compact prompt context, plus describe for the model's follow-up questions.
 
 A model writes better SQL from a terse, complete schema than from ``CREATE TABLE`` dumps or
 sample rows, and tokens spent on the schema are tokens not spent on the conversation. One line
 per table, about five tokens per column before comments::
 
-    orders(id int pk, customer_id int → customers.id, total numeric(10,2)? "EUR") -- "Header"
+    orders(id int pk, customer_id int → customers.id, status text ∈ {'paid','refunded'},
+           placed_on date 2023-01-02..2024-12-30, total numeric(10,2)? "EUR") -- "Header"
 
-``?`` marks a nullable column, ``pk`` the primary key, ``→`` a foreign key; views are prefixed
-``view`` (their columns carry no ``?``: the catalog cannot know). Long type names the databases
-also accept in short form are shortened (``integer`` -> ``int``, ``boolean`` -> ``bool``).
+``?`` marks a nullable column, ``pk`` the primary key, ``→`` a foreign key; ``∈ {…}`` lists a
+low-cardinality column's values and ``a..b`` a date column's range, both from the catalog
+pass's value profile (:mod:`~relay_nb.connectors.sql.profile`); views are prefixed ``view``
+(their columns carry no ``?``: the catalog cannot know). Long type names the databases also
+accept in short form are shortened (``integer`` -> ``int``, ``boolean`` -> ``bool``).
 
 Under ``max_tokens`` the rendering degrades in steps, cheapest loss first: column comments go,
-then table comments, and only then whole tables: they are ranked by lexical relevance to the
-question, the best that fit are kept, and one closing line names the rest and points the model
-at the describe tool, which serves :func:`describe_tables` / :func:`search_tables` (comments
-included). :func:`rank_tables` is shared with the context resolver.
+then table comments, then the profiles, and only then whole tables: a
+:class:`~relay_nb.connectors.sql.ranking.SchemaRanker` orders them by the question, the best
+that fit are kept (with their profiles when the question gave them any score), and one
+closing line names the rest and points the model at the describe tool, which serves
+:func:`describe_tables` (comments, profiles and incoming references included).
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import math
 import re
@@ -31,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_nb.connectors.sql.ranking import SchemaRanker, per_catalog, rank_tables, search_tables
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, ForeignKey, TableInfo
 from relay_nb.runtime.types import estimate_tokens
 
@@ -39,14 +43,14 @@ __all__ = [
     "RenderedSchema",
     "describe_tables",
     "estimate_tokens",
-    "rank_tables",
     "render_catalog",
-    "search_tables",
 ]
 
 LEGEND = "-- ? marks nullable columns"
 _COLUMN_COMMENT_CHARS = 48
 _TABLE_COMMENT_CHARS = 64
+_PROFILE_CHARS = 80
+"""A column's listed values, in characters; the list ends in ``…`` where it is cut."""
 _SHORT_TYPES = ((re.compile(r"^integer\b"), "int"), (re.compile(r"^boolean\b"), "bool"))
 
 
@@ -71,29 +75,39 @@ class RenderedSchema(BaseModel):
 class _Line:
     """One table's line in pieces, so each degradation step is a join, not a re-render.
 
-    ``pieces`` are column (and composite-FK) entries as (before, column comment, after): the
-    comment sits between the column's structure and its opt-in sample values.
+    ``pieces`` are column (and composite-FK) entries as (structure, column comment, opt-in
+    sample values, profile): the comment sits between the structure and the values.
     """
 
     head: str
-    pieces: tuple[tuple[str, str, str], ...]
+    pieces: tuple[tuple[str, str, str, str], ...]
     table_comment: str
 
-    def text(self, *, table_comments: bool, column_comments: bool) -> str:
+    def text(self, *, table_comments: bool, column_comments: bool, profiles: bool) -> str:
         inner = ", ".join(
-            f"{before}{comment}{after}" if column_comments else f"{before}{after}"
-            for before, comment, after in self.pieces
+            before
+            + (comment if column_comments else "")
+            + samples
+            + (profile if profiles and not samples else "")
+            for before, comment, samples, profile in self.pieces
         )
         return f"{self.head}({inner}){self.table_comment if table_comments else ''}"
 
-    def extra(self, *, table_comments: bool, column_comments: bool) -> int:
-        """Characters the comments add to the bare line."""
+    def extra(self, *, table_comments: bool, column_comments: bool, profiles: bool) -> int:
+        """Characters the comments and profiles add to the bare line."""
         extra = len(self.table_comment) if table_comments else 0
-        return extra + (sum(len(c) for _, c, _ in self.pieces) if column_comments else 0)
+        for _, comment, samples, profile in self.pieces:
+            extra += (len(comment) if column_comments else 0) + (
+                len(profile) if profiles and not samples else 0
+            )
+        return extra
 
 
-_STEPS = ((True, True), (True, False), (False, False))
-"""(table comments, column comments): what each degradation step keeps."""
+_STEPS = ((True, True, True), (True, False, True), (False, False, True), (False, False, False))
+"""(table comments, column comments, profiles): what each degradation step keeps."""
+_BARE = {"table_comments": False, "column_comments": False, "profiles": False}
+_PROFILED = {"table_comments": False, "column_comments": False, "profiles": True}
+_LINES: dict[Any, tuple[weakref.ref, Any]] = {}
 
 
 def render_catalog(
@@ -104,55 +118,73 @@ def render_catalog(
     sample_values: Mapping[str, Sequence[str]] | None = None,
     sample_value_chars: int = 40,
     describe_tool: str | None = None,
+    ranker: SchemaRanker | None = None,
 ) -> RenderedSchema:
     """Render ``catalog`` in at most ``max_tokens`` (estimated) when given.
 
     ``sample_values`` maps ``table.column`` (or ``schema.table.column``) to example values; each
     column's examples are capped at ``sample_value_chars`` characters in total (they are opt-in,
     so they survive the degradation steps). ``describe_tool`` is the tool name the omission line
-    tells the model to call (the connector's ``describe_<id>``).
+    tells the model to call (the connector's ``describe_<id>``); ``ranker`` orders the tables
+    when not all fit (default: :class:`~relay_nb.connectors.sql.ranking.LexicalRanker`).
     """
     if sample_values:
-        parts, bare = _lines(catalog, sample_values, sample_value_chars)
+        parts = _lines(catalog, sample_values, sample_value_chars)
     else:  # the common case: per catalog, computed once
-        parts, bare = _per_catalog(catalog, _LINES, lambda: _lines(catalog, {}, 0))
+        parts = per_catalog(catalog, _LINES, lambda: _lines(catalog, {}, 0))
+    bare = {name: part.text(**_BARE) for name, part in parts.items()}
     bare_chars = len(LEGEND) + sum(len(line) + 1 for line in bare.values())
-    for table_comments, column_comments in _STEPS:
-        flags = {"table_comments": table_comments, "column_comments": column_comments}
+    for table_comments, column_comments, profiles in _STEPS:
+        flags = {
+            "table_comments": table_comments,
+            "column_comments": column_comments,
+            "profiles": profiles,
+        }
         chars = bare_chars + sum(part.extra(**flags) for part in parts.values())
         if max_tokens is None or math.ceil(chars / 4) <= max_tokens:
             lines = [part.text(**flags) for part in parts.values()]
             return _result("\n".join([LEGEND, *lines]), tuple(parts), ())
-    return _render_ranked(catalog, bare, max_tokens, question, describe_tool)
+    return _render_ranked(catalog, parts, bare, max_tokens, question, describe_tool, ranker)
 
 
 def _lines(
     catalog: Catalog, samples: Mapping[str, Sequence[str]], sample_chars: int
-) -> tuple[dict[str, _Line], dict[str, str]]:
-    """Every table's pieces, and its bare line (no comments), by qualified name."""
-    parts = {t.qualified_name: _line(catalog, t, samples, sample_chars) for t in catalog.tables}
-    bare = {n: p.text(table_comments=False, column_comments=False) for n, p in parts.items()}
-    return parts, bare
+) -> dict[str, _Line]:
+    """Every table's pieces, by qualified name."""
+    return {t.qualified_name: _line(catalog, t, samples, sample_chars) for t in catalog.tables}
 
 
 def _render_ranked(
     catalog: Catalog,
-    lines: Mapping[str, str],
+    parts: Mapping[str, _Line],
+    bare: Mapping[str, str],
     max_tokens: int,
     question: str | None,
     describe_tool: str | None,
+    ranker: SchemaRanker | None,
 ) -> RenderedSchema:
-    """The most relevant tables that fit, then one line naming the rest."""
+    """The most relevant tables that fit, then one line naming the rest.
+
+    A table the question scored keeps its profile (the values it may have been found by);
+    the others are bare, so more of them fit.
+    """
     budget_chars = max_tokens * 4
-    ranked = [t for t, _ in rank_tables(catalog, question or "")]
+    ranking = rank_tables(catalog, question or "", ranker)
+    lines = {
+        table.qualified_name: parts[table.qualified_name].text(**_PROFILED)
+        if score > 0
+        else bare[table.qualified_name]
+        for table, score in ranking
+    }
+    ranked = [table for table, _ in ranking]
     names = {t.qualified_name: _display_name(catalog, t) for t in catalog.tables}
     reserve = min(len(_omitted_line(list(names.values()), describe_tool)), budget_chars // 4)
-    shown = _pack(ranked, lines, budget_chars - len(LEGEND) - 1 - reserve)
+    shown = _pack(ranked, lines, bare, budget_chars - len(LEGEND) - 1 - reserve)
     omitted = [t.qualified_name for t in ranked if t.qualified_name not in shown]
-    body = [LEGEND, *(line for name, line in lines.items() if name in shown)]
+    body = [LEGEND, *(shown[name] for name in parts if name in shown)]
     room = budget_chars - len("\n".join(body)) - 1
     body.append(_omitted_line([names[n] for n in omitted], describe_tool, room))
-    return _result("\n".join(body), tuple(n for n in lines if n in shown), tuple(omitted))
+    return _result("\n".join(body), tuple(n for n in parts if n in shown), tuple(omitted))
 
 
 def _result(text: str, shown: tuple[str, ...], omitted: tuple[str, ...]) -> RenderedSchema:
@@ -161,14 +193,19 @@ def _result(text: str, shown: tuple[str, ...], omitted: tuple[str, ...]) -> Rend
     )
 
 
-def _pack(ranked: list[TableInfo], lines: Mapping[str, str], room: int) -> set[str]:
-    """Greedy by rank; a table too large for what is left is skipped, smaller ones may fit."""
-    shown: set[str] = set()
+def _pack(
+    ranked: list[TableInfo], lines: Mapping[str, str], bare: Mapping[str, str], room: int
+) -> dict[str, str]:
+    """Greedy by rank: each table's line, else its bare line, else (too large for what is
+    left) skipped, as smaller ones may still fit."""
+    shown: dict[str, str] = {}
     for table in ranked:
-        cost = len(lines[table.qualified_name]) + 1
-        if cost <= room:
-            shown.add(table.qualified_name)
-            room -= cost
+        name = table.qualified_name
+        for line in dict.fromkeys((lines[name], bare[name])):
+            if len(line) + 1 <= room:
+                shown[name] = line
+                room -= len(line) + 1
+                break
     return shown
 
 
@@ -213,6 +250,7 @@ def _line(
             f"{_fk_target(catalog, table, fk)}",
             "",
             "",
+            "",
         )
         for fk in table.foreign_keys
         if len(fk.columns) > 1
@@ -229,7 +267,7 @@ def _column_piece(
     fk: ForeignKey | None,
     samples: Mapping[str, Sequence[str]],
     sample_chars: int,
-) -> tuple[str, str, str]:
+) -> tuple[str, str, str, str]:
     text = _ident(column.name, catalog.dialect)
     if column.type:
         text += f" {_short_type(column.type)}"
@@ -242,7 +280,34 @@ def _column_piece(
     comment = f" {_quoted(column.comment, _COLUMN_COMMENT_CHARS)}" if column.comment else ""
     values = _samples_for(samples, table, column) if samples else ()
     after = f" e.g. {_sample_text(values, sample_chars)}" if values else ""
-    return text, comment, after
+    return text, comment, after, _profile_text(column)
+
+
+def _profile_text(column: ColumnInfo) -> str:
+    """`` ∈ {'paid','refunded'}`` for a category, `` 2023-01-02..2024-12-30`` for dates."""
+    profile = column.profile
+    if profile is None:
+        return ""
+    if profile.values:
+        listed: list[str] = []
+        used = 0
+        for value in profile.values:
+            literal = _literal(value)
+            if used + len(literal) > _PROFILE_CHARS:
+                break
+            listed.append(literal)
+            used += len(literal) + 1
+        more = ",…" if len(listed) < len(profile.values) else ""
+        return f" ∈ {{{','.join(listed)}{more}}}" if listed else ""
+    if profile.low and profile.high and _is_temporal(column.type):
+        low, high = profile.low[:10], profile.high[:10]  # the days: what time windows need
+        return f" {low}..{high}" if low != high else f" {low}"
+    return ""
+
+
+def _is_temporal(type_: str) -> bool:
+    lowered = type_.lower()
+    return ("date" in lowered or "time" in lowered) and "interval" not in lowered
 
 
 @lru_cache(maxsize=1024)
@@ -295,7 +360,7 @@ def _sample_text(values: Sequence[str], cap: int) -> str:
     rendered: list[str] = []
     used = 0
     for value in values:
-        literal = "'" + " ".join(str(value).split()).replace("'", "''") + "'"
+        literal = _literal(value)
         if used + len(literal) > cap:
             if not rendered:
                 rendered.append(literal[: max(1, cap - 2)] + "…'")
@@ -303,6 +368,10 @@ def _sample_text(values: Sequence[str], cap: int) -> str:
         rendered.append(literal)
         used += len(literal) + 1
     return ",".join(rendered)
+
+
+def _literal(value: object) -> str:
+    return "'" + " ".join(str(value).split()).replace("'", "''") + "'"
 
 
 # -- identifiers ------------------------------------------------------------------------------
@@ -353,164 +422,6 @@ def _case_folding(dialect: str) -> Callable[[str], str] | None:
     return None
 
 
-# -- ranking ----------------------------------------------------------------------------------
-
-_STOP_WORDS_TEXT = """
-    a an the of for in on at by per to from with and or not no is are was were be been
-    what which who whom whose how many much show me list give get find tell all each every any
-    some our my their its this that these those do does did there than then top most least
-    please can could would should i we you it as into over under between about"""
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-_WORD = re.compile(r"[a-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WEIGHTS = (3.0, 1.0, 0.5)
-"""Score of a question word found in a table name, a column name, a comment."""
-_PARTIAL = 0.5
-_NEIGHBOUR_SHARE, _NEIGHBOUR_CAP = 0.3, 2.0
-
-
-def rank_tables(catalog: Catalog, question: str) -> list[tuple[TableInfo, float]]:
-    """Tables by lexical relevance to ``question``, best first; ties keep catalog order.
-
-    A question word matching a table-name word scores 3, a column-name word 1, a comment word
-    0.5, a prefix match (4+ letters) half of that; words are folded (plurals, -ing/-ed, case,
-    snake/camel case). Tables joined by a foreign key to a hit get 30% of its score (at most
-    2), so the junction and lookup tables a query needs come along with the tables it names.
-    An inverted index per catalog (built once, cached while the catalog lives) keeps a
-    1,000-table ranking to a few milliseconds.
-    """
-    index = _index(catalog)
-    direct = [0.0] * len(catalog.tables)
-    for term in _terms(question):
-        for position, weight in index.matches(term).items():
-            direct[position] += weight
-    bonus = [0.0] * len(direct)
-    for position, score in enumerate(direct):
-        if score > 0:
-            for near in index.neighbours[position]:
-                bonus[near] += _NEIGHBOUR_SHARE * score
-    scores = [d + min(_NEIGHBOUR_CAP, b) for d, b in zip(direct, bonus, strict=True)]
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    return [(catalog.tables[i], scores[i]) for i in order]
-
-
-def search_tables(catalog: Catalog, query: str, limit: int = 10) -> list[TableInfo]:
-    """The ``limit`` most relevant tables for ``query`` (only those that match at all)."""
-    return [table for table, score in rank_tables(catalog, query) if score > 0][:limit]
-
-
-class _Index:
-    """Term -> tables postings (best field per table), the vocabulary, FK neighbours."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.postings: dict[str, dict[int, float]] = {}
-        positions = {_key(t.schema_name, t.name): i for i, t in enumerate(catalog.tables)}
-        self.neighbours: list[set[int]] = [set() for _ in catalog.tables]
-        for position, table in enumerate(catalog.tables):
-            self._add(position, table)
-            for fk in table.foreign_keys:
-                target = positions.get(_key(fk.ref_schema, fk.ref_table))
-                if target is not None and target != position:
-                    self.neighbours[position].add(target)
-                    self.neighbours[target].add(position)
-        self.vocabulary = sorted(t for t in self.postings if len(t) >= 4)
-        self.known = frozenset(self.vocabulary)
-
-    def _add(self, position: int, table: TableInfo) -> None:
-        comments = " ".join(filter(None, [table.comment, *(c.comment for c in table.columns)]))
-        fields = (
-            _name_terms(table.name),
-            frozenset().union(*(_name_terms(c.name) for c in table.columns)),
-            _terms(comments),
-        )
-        for weight, terms in zip(_WEIGHTS, fields, strict=True):
-            for term in terms:
-                posting = self.postings.setdefault(term, {})
-                posting[position] = max(posting.get(position, 0.0), weight)
-
-    def matches(self, term: str) -> dict[int, float]:
-        """Table position -> best weight for ``term``: exact, else a prefix match at half."""
-        best = dict(self.postings.get(term, {}))
-        if len(term) < 4:
-            return best
-        for related in self._prefix_related(term):
-            for position, weight in self.postings[related].items():
-                if weight * _PARTIAL > best.get(position, 0.0):
-                    best[position] = weight * _PARTIAL
-        return best
-
-    def _prefix_related(self, term: str) -> list[str]:
-        """Vocabulary words that extend ``term`` or that ``term`` extends (4+ letters)."""
-        related = [term[:k] for k in range(4, len(term)) if term[:k] in self.known]
-        start = bisect.bisect_right(self.vocabulary, term)
-        for word in self.vocabulary[start:]:
-            if not word.startswith(term):
-                break
-            related.append(word)
-        return related
-
-
-def _key(schema: str | None, name: str) -> tuple[str, str]:
-    return ((schema or "").lower(), name.lower())
-
-
-_INDEXES: dict[int, tuple[weakref.ref, Any]] = {}
-_LINES: dict[int, tuple[weakref.ref, Any]] = {}
-
-
-def _index(catalog: Catalog) -> _Index:
-    return _per_catalog(catalog, _INDEXES, lambda: _Index(catalog))
-
-
-def _per_catalog(catalog: Catalog, cache: dict[int, tuple[weakref.ref, Any]], build) -> Any:
-    """Derived data cached by catalog identity (catalogs are frozen) until it is collected.
-
-    Keyed by ``id`` with a weak reference to check it, not by the catalog itself: hashing a
-    frozen 20,000-column model on every lookup would cost more than the cache saves.
-    """
-    key = id(catalog)
-    cached = cache.get(key)
-    if cached is not None and cached[0]() is catalog:
-        return cached[1]
-    value = build()
-    cache[key] = (weakref.ref(catalog, lambda _ref: cache.pop(key, None)), value)
-    return value
-
-
-def _terms(text: str) -> set[str]:
-    return {_fold(w) for w in _words(text) if w not in _STOP_WORDS and len(w) > 1}
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(_CAMEL.sub(" ", text).lower())
-
-
-@lru_cache(maxsize=65536)
-def _fold(word: str) -> str:
-    """A light stemmer: the same fold on both sides is all lexical matching needs."""
-    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch")):
-        if word.endswith(suffix) and len(word) > len(suffix) + 1:
-            word = word[: -len(suffix)] + replacement
-            break
-    else:
-        if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
-            word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-                word = word[:-1]
-            break
-    if word.endswith("e") and len(word) > 4:
-        word = word[:-1]
-    return word
-
-
-@lru_cache(maxsize=65536)
-def _name_terms(name: str) -> frozenset[str]:
-    return frozenset(_fold(w) for w in _words(name))
-
-
 # -- describe ---------------------------------------------------------------------------------
 
 
@@ -541,6 +452,7 @@ def _describe_one(catalog: Catalog, table: TableInfo) -> str:
             text += " primary key"
         if column.name in single_fk:
             text += f" → {_fk_target(catalog, table, single_fk[column.name])}"
+        text += _profile_detail(column)
         if column.comment:
             text += f" -- {_quoted(column.comment, 400)}"
         lines.append(text)
@@ -555,6 +467,23 @@ def _describe_one(catalog: Catalog, table: TableInfo) -> str:
     if incoming:
         lines.append(f"  referenced by: {', '.join(incoming)}")
     return "\n".join(lines)
+
+
+def _profile_detail(column: ColumnInfo) -> str:
+    """Everything the profile knows: values (all), range, NULL share."""
+    profile = column.profile
+    if profile is None:
+        return ""
+    text = ""
+    if profile.values:
+        text += f" values {{{','.join(_literal(v) for v in profile.values)}}}"
+    if profile.low is not None and profile.high is not None:
+        text += f" range {profile.low}..{profile.high}"
+    if profile.null_share:
+        text += f" ({profile.null_share:.0%} null)"
+    if profile.sampled_rows and (profile.values or profile.null_share):
+        text += f" (from {profile.sampled_rows:,} sampled rows)"
+    return text
 
 
 def _referenced_by(catalog: Catalog, target: TableInfo) -> list[str]:

@@ -8,11 +8,26 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Catalog", "ColumnInfo", "ForeignKey", "TableInfo"]
+__all__ = ["Catalog", "ColumnInfo", "ColumnProfile", "ForeignKey", "TableInfo"]
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ColumnProfile(_Frozen):
+    """What a column holds, from a bounded sample (:mod:`relay_nb.connectors.sql.profile`)."""
+
+    values: tuple[str, ...] = ()
+    """A low-cardinality text column's distinct values, most frequent first (all of them)."""
+    low: str | None = None
+    """A number or date column's minimum, as text."""
+    high: str | None = None
+    null_share: float | None = None
+    """NULLs among the sampled rows, 0 to 1."""
+    sampled_rows: int | None = None
+    """Set when the table is larger than the sample: values and NULL share come from this
+    many rows (the bounds are exact)."""
 
 
 class ColumnInfo(_Frozen):
@@ -22,6 +37,8 @@ class ColumnInfo(_Frozen):
     nullable: bool = True
     primary_key: bool = False
     comment: str | None = None
+    profile: ColumnProfile | None = None
+    """Filled by the catalog pass's value profiling (None: not profiled)."""
 
 
 class ForeignKey(_Frozen):

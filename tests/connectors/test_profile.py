@@ -1,0 +1,196 @@
+"""Value profiling in the catalog pass, on the real seeded shop of every dialect.
+
+Every expectation is checked against the database itself (the bare driver's ``SELECT
+DISTINCT`` / ``MIN`` / ``MAX``), never against numbers written here.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.connectors.sql.profile import ProfileSettings, column_kind, profile_catalog
+from relay_nb.connectors.sql.readonly import run_read_only
+from relay_nb.connectors.sql.render import describe_tables, render_catalog
+from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
+from relay_nb.errors import ConfigurationError
+
+ALL = ["customers", "products", "orders", "order_items", "events", "secrets"]
+
+
+def column(catalog: Catalog, table: str, name: str) -> ColumnInfo:
+    found = catalog.find(table)
+    assert found is not None
+    return next(c for c in found.columns if c.name == name)
+
+
+def direct(connector: SQLConnector, sql: str) -> list[tuple]:
+    raw = connector.engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+    finally:
+        raw.close()
+
+
+@pytest.fixture
+def shop(shop_db):
+    connector = SQLConnector("shop", shop_db.ro_url, tables=ALL)
+    yield connector
+    connector.close()
+
+
+def test_low_cardinality_values_ranges_and_null_shares_match_the_data(shop):
+    catalog = shop.catalog
+    status = column(catalog, "orders", "status").profile
+    expected = direct(shop, "SELECT status, COUNT(*) FROM orders GROUP BY status")
+    assert status is not None and set(status.values) == {v for v, _ in expected}
+    counts = dict(expected)
+    assert [counts[v] for v in status.values] == sorted(counts.values(), reverse=True)
+    ordered = column(catalog, "orders", "ordered_at").profile
+    low, high = direct(shop, "SELECT MIN(ordered_at), MAX(ordered_at) FROM orders")[0]
+    assert (ordered.low[:10], ordered.high[:10]) == (str(low)[:10], str(high)[:10])
+    email = column(catalog, "customers", "email").profile
+    nulls, rows = direct(shop, "SELECT COUNT(*) - COUNT(email), COUNT(*) FROM customers")[0]
+    assert email.values == ()  # one per customer: not a category
+    assert email.null_share == pytest.approx(nulls / rows, abs=1e-3)
+    text = shop.prompt_context()
+    assert re.search(r"status varchar[^∈]*? ∈ \{[^}]*'paid'", text)
+    assert f"{str(low)[:10]}..{str(high)[:10]}" in text
+
+
+def test_keys_and_secret_named_columns_are_never_profiled(shop):
+    catalog = shop.catalog
+    assert column(catalog, "secrets", "api_key").profile is None
+    assert column(catalog, "orders", "id").profile is None
+    assert column(catalog, "orders", "customer_id").profile is None  # a foreign key
+    secret = direct(shop, "SELECT api_key FROM secrets")[0][0]
+    assert secret not in shop.prompt_context()
+    assert secret not in describe_tables(catalog, ["secrets"])
+
+
+def test_opting_out_per_connector_and_per_column(shop_db):
+    off = SQLConnector("shop", shop_db.ro_url, tables=ALL, profile=False)
+    some = SQLConnector(
+        "shop", shop_db.ro_url, tables=ALL, profile_exclude=["orders.status", "*.category"]
+    )
+    try:
+        assert all(c.profile is None for t in off.catalog.tables for c in t.columns)
+        assert "∈" not in off.prompt_context()
+        assert column(some.catalog, "orders", "status").profile is None
+        assert column(some.catalog, "products", "category").profile is None
+        assert column(some.catalog, "events", "set").profile.values  # others still are
+    finally:
+        off.close()
+        some.close()
+
+
+def test_a_table_larger_than_the_sample_gets_exact_bounds_and_says_it_was_sampled(shop):
+    catalog = shop.catalog
+    shop.profile = ProfileSettings(sample_rows=100)
+    profiled = shop._profiled(catalog)
+    rows = direct(shop, "SELECT COUNT(*) FROM orders")[0][0]
+    assert rows > 100
+    ordered = column(profiled, "orders", "ordered_at").profile
+    low, high = direct(shop, "SELECT MIN(ordered_at), MAX(ordered_at) FROM orders")[0]
+    assert ordered.sampled_rows == 100
+    assert (ordered.low[:10], ordered.high[:10]) == (str(low)[:10], str(high)[:10])
+    assert "(from 100 sampled rows)" in describe_tables(profiled, ["orders"])
+
+
+def test_the_time_budget_bounds_the_pass_and_failures_cost_only_their_table(shop, shop_db):
+    unprofiled = SQLConnector("bare", shop_db.ro_url, tables=ALL, profile=False)
+    catalog = unprofiled.catalog
+    unprofiled.close()
+
+    def slow(sql: str, timeout_s: float) -> list[tuple]:
+        time.sleep(0.05)
+        return []
+
+    started = time.monotonic()
+    settings = ProfileSettings(time_budget_s=0.01)
+    quote = shop.engine.dialect.identifier_preparer.quote_identifier
+    profile_catalog(catalog, settings, slow, quote)
+    assert time.monotonic() - started < 1.0
+    position = [t.name for t in catalog.tables].index("orders")
+
+    def failing_on_orders(sql: str, timeout_s: float) -> list[tuple]:
+        if quote("orders") in sql:
+            raise RuntimeError("permission denied for table orders")
+        raw = shop.engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute(sql)
+            return list(cursor.fetchall())
+        finally:
+            raw.close()
+
+    profiled = profile_catalog(catalog, ProfileSettings(), failing_on_orders, quote)
+    assert all(c.profile is None for c in profiled.tables[position].columns)
+    assert column(profiled, "products", "category").profile.values
+
+
+def test_bad_options_say_the_fix(shop_db):
+    with pytest.raises(ConfigurationError, match="profile must be True or False"):
+        SQLConnector("x", shop_db.ro_url, profile="yes")
+    with pytest.raises(ConfigurationError, match="profile_exclude must be column patterns"):
+        SQLConnector("x", shop_db.ro_url, profile_exclude=[""])
+    with pytest.raises(ConfigurationError, match="profile_time_s must be a positive"):
+        SQLConnector("x", shop_db.ro_url, profile_time_s=0)
+
+
+@pytest.mark.parametrize(
+    ("type_", "kind"),
+    [
+        ("varchar(20)", "text"),
+        ("character varying", "text"),
+        ("integer", "number"),
+        ("numeric(10,2)", "number"),
+        ("timestamp with time zone", "temporal"),
+        ("date", "temporal"),
+        ("jsonb", None),
+        ("text[]", None),
+        ("interval", None),
+        ("bool", None),
+    ],
+)
+def test_column_kinds(type_, kind):
+    assert column_kind(type_) == kind
+
+
+def test_a_cut_value_list_says_so_and_a_whole_one_does_not():
+    many = tuple(f"category number {i}" for i in range(12))
+    table = TableInfo(
+        schema_name=None,
+        name="t",
+        columns=(
+            ColumnInfo(name="few", type="text", profile={"values": ("a", "b")}),
+            ColumnInfo(name="many", type="text", profile={"values": many}),
+        ),
+    )
+    text = render_catalog(Catalog(dialect="sqlite", default_schema=None, tables=(table,))).text
+    assert "few text? ∈ {'a','b'}" in text
+    assert "'category number 0'" in text and ",…}" in text
+
+
+def test_the_whole_catalog_costs_one_statement_per_kind_when_nothing_fails(shop, shop_db):
+    """Statistics, values, and exact bounds (none here: every table fits the sample): the
+    statements cover every table together, so no dialect may split them for its types."""
+    unprofiled = SQLConnector("bare", shop_db.ro_url, tables=ALL, profile=False)
+    catalog = unprofiled.catalog
+    unprofiled.close()
+    statements: list[str] = []
+
+    def counted(sql: str, timeout_s: float) -> list[tuple]:
+        statements.append(sql)
+        return run_read_only(shop.engine, sql, max_rows=2000, timeout_s=timeout_s).rows
+
+    quote = shop.engine.dialect.identifier_preparer.quote_identifier
+    profiled = profile_catalog(catalog, ProfileSettings(), counted, quote)
+    assert len(statements) == 2, statements
+    assert column(profiled, "orders", "status").profile.values
+    assert column(profiled, "orders", "ordered_at").profile.low

@@ -1,0 +1,126 @@
+"""Schema linking on a real SQLite database whose questions name their tables by value,
+synonym, typo and region: each must reach a tight prompt, and (so the test can fail) the
+ranking before value profiling must miss it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.connectors.sql.ranking import LexicalRanker, SchemaRanker, rank_tables
+from relay_nb.connectors.sql.schema import Catalog, TableInfo
+from relay_nb.errors import ConfigurationError
+
+BEFORE = LexicalRanker(values=False, synonyms=False, typos=False, rarity=False)
+# decoys share the questions' ordinary words (name, type, status, country …)
+_DECOYS = [
+    f"CREATE TABLE {n}_{s} (id INTEGER PRIMARY KEY, name TEXT, type TEXT, status TEXT, "
+    "country TEXT, amount NUMERIC, language TEXT, owner TEXT)"
+    for n in ("asset", "claim", "ticket", "policy", "vessel", "permit", "survey", "grant")
+    for s in ("log", "status", "history", "detail", "archive")
+]
+_SCHEMA = [
+    "CREATE TABLE students (id INTEGER PRIMARY KEY, first_name TEXT, age INTEGER)",
+    "CREATE TABLE pets (id INTEGER PRIMARY KEY, pet_type TEXT, weight NUMERIC)",
+    "CREATE TABLE has_pet (student_id INTEGER REFERENCES students (id), "
+    "pet_id INTEGER REFERENCES pets (id))",
+    "CREATE TABLE continents (id INTEGER PRIMARY KEY, continent TEXT)",
+    "CREATE TABLE nations (id INTEGER PRIMARY KEY, title TEXT, "
+    "continent_id INTEGER REFERENCES continents (id))",
+    "CREATE TABLE spoken (nation_id INTEGER REFERENCES nations (id), tongue TEXT)",
+    "CREATE TABLE car_makers (id INTEGER PRIMARY KEY, maker TEXT, full_name TEXT)",
+    "CREATE TABLE clients (id INTEGER PRIMARY KEY, full_name TEXT, segment TEXT)",
+    *_DECOYS,
+]
+_ROWS = {
+    "pets": ["(1, 'dog', 3)", "(2, 'cat', 4)", "(3, 'bird', 1)"],
+    "continents": ["(1, 'Europe')", "(2, 'Asia')", "(3, 'Africa')"],
+    "spoken": ["(1, 'English')", "(2, 'Dutch')", "(3, 'French')"],
+    "clients": ["(1, 'Ada', 'corporate')", "(2, 'Bo', 'consumer')"],
+}
+
+
+@pytest.fixture(scope="module")
+def catalogs(tmp_path_factory) -> tuple[Catalog, Catalog]:
+    """(profiled, unprofiled) catalogs of the same database."""
+    path: Path = tmp_path_factory.mktemp("ranking") / "linking.db"
+    with sqlite3.connect(path) as conn:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        for table, rows in _ROWS.items():
+            conn.execute(f"INSERT INTO {table} VALUES {', '.join(rows)}")
+    now = SQLConnector("now", f"sqlite:///{path}")
+    before = SQLConnector("before", f"sqlite:///{path}", profile=False)
+    try:
+        return now.catalog, before.catalog
+    finally:
+        now.close()
+        before.close()
+
+
+CASES = [
+    ("How many dogs are there?", "pets", 1),  # a value
+    ("Who speaks Dutch?", "spoken", 1),  # a value
+    ("Which cities are European?", "continents", 1),  # a region of the data
+    ("list the carr makrs", "car_makers", 1),  # typos
+    ("How many customers are there?", "clients", 1),  # a synonym
+]
+
+
+@pytest.mark.parametrize(("question", "target", "within"), CASES)
+def test_tables_named_by_value_synonym_typo_or_region_lead_the_ranking(
+    catalogs, question, target, within
+):
+    now, before = catalogs
+    ranked = [t.name for t, score in rank_tables(now, question) if score > 0]
+    assert target in ranked[:within]
+    old = dict((t.name, score) for t, score in rank_tables(before, question, BEFORE))
+    assert old[target] == 0  # the ranking before profiling had no evidence for it
+
+
+def test_a_tight_prompt_keeps_the_value_named_tables_with_their_values(catalogs):
+    from relay_nb.connectors.sql.render import render_catalog
+
+    now, _ = catalogs
+    rendered = render_catalog(now, max_tokens=120, question="students who have a dog")
+    assert {"pets", "has_pet"} <= set(rendered.shown)
+    assert "pet_type text? ∈ {" in rendered.text and "'dog'" in rendered.text
+    assert len(rendered.omitted) > 30
+
+
+def test_words_in_every_table_weigh_less_than_rare_ones(catalogs):
+    now, _ = catalogs
+    # "status" is a column of 40 decoys; "maker" of one table
+    ranked = rank_tables(now, "maker status")
+    assert ranked[0][0].name == "car_makers"
+
+
+def test_a_plugged_in_ranker_orders_the_prompt(tmp_path):
+    """Any object with rank(catalog, question) (an embedding ranker, say) decides."""
+
+    class PetsFirst:
+        def rank(self, catalog: Catalog, question: str) -> list[tuple[TableInfo, float]]:
+            return sorted(
+                ((t, float(t.name == "pets")) for t in catalog.tables), key=lambda p: -p[1]
+            )
+
+    path = tmp_path / "two.db"
+    with sqlite3.connect(path) as conn:
+        for statement in _SCHEMA[:3]:
+            conn.execute(statement)
+    assert isinstance(PetsFirst(), SchemaRanker)
+    plugged = SQLConnector("two", f"sqlite:///{path}", ranker=PetsFirst())
+    default = SQLConnector("two", f"sqlite:///{path}")
+    try:
+        text = plugged.prompt_context(max_tokens=75, question="students")
+        assert "students(" not in text and "pets(" in text
+        text = default.prompt_context(max_tokens=75, question="students")
+        assert "students(" in text and "pets(" not in text
+    finally:
+        plugged.close()
+        default.close()
+    with pytest.raises(ConfigurationError, match="ranker must have a rank"):
+        SQLConnector("bad", f"sqlite:///{path}", ranker="embeddings")
