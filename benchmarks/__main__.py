@@ -31,6 +31,7 @@ BENCHMARKS = (
     "notebook",
     "dataframe_connector",
     "concurrency",
+    "schema_linking",
 )
 
 

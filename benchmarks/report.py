@@ -234,6 +234,36 @@ def _concurrency(results: Results) -> Row:
     return Row(metric, target, measured, None, "no target")
 
 
+def _linking(results: Results, warehouse: str, budget: str, label: str) -> Row:
+    metric = f"gold tables in the prompt at {label} (schema linking, {warehouse[10:]} tables)"
+    target = "≥ 0.995"
+    r = _get(results, "schema_linking", warehouse)
+    if r is None:
+        return _missing(metric, target, "schema_linking")
+    now, before = r["now"][budget], r["before"][budget]
+    measured = (
+        f"{now['table_recall']:.3f} (before profiling and the new ranking "
+        f"{before['table_recall']:.3f}; questions needing describe: "
+        f"{now['questions_missing_a_table']} vs {before['questions_missing_a_table']})"
+    )
+    kinds = ", ".join(f"{k} {v:.2f}" for k, v in now["per_kind"].items() if v < 0.995)
+    return Row(metric, target, measured, now["table_recall"] >= 0.995, kinds)
+
+
+def _profiling(results: Results, database: str, label: str) -> Row:
+    metric = f"cold catalog pass with value profiling vs without, 1,000 tables ({label})"
+    target = "≤ 2x"
+    r = _get(results, "schema_linking", f"cost_{database}")
+    if r is None:
+        return _missing(metric, target, "schema_linking")
+    measured = f"{r['ratio']:.1f}x ({r['profiled_ms']:.0f} vs {r['plain_ms']:.0f} ms)"
+    reason = (
+        "profiling reads every table's rows (about 5,000 columns), the plain pass only the "
+        "system catalog; the engines' own statistics (pg_stats) could replace most of it"
+    )
+    return Row(metric, target, measured, r["ratio"] <= 2.0, reason)
+
+
 def _suite(meta: Results) -> Row:
     metric, target = "the whole suite, one command", "< 10 min on 2 cores"
     seconds = meta.get("suite_seconds")
@@ -260,6 +290,10 @@ _ROWS: tuple[Callable[[Results], Row], ...] = (
     _fetch,
     _render,
     _concurrency,
+    lambda r: _linking(r, "warehouse_110", "1000", "1k tokens"),
+    lambda r: _linking(r, "warehouse_900", "4000", "4k tokens"),
+    lambda r: _profiling(r, "sqlite", "SQLite"),
+    lambda r: _profiling(r, "postgres", "PostgreSQL"),
 )
 
 
