@@ -76,9 +76,10 @@ class ConnectorEntry(BaseModel):
     id: str
     name: str | None = None
     description: str | None = None
-    knowledge: str | None = None
-    """A knowledge file for this connector (``relay.knowledge.yaml``), relative to the config
-    file: its rules, metrics and verified queries become context (see ``relay.knowledge``)."""
+    knowledge: str | list[str] | None = None
+    """A knowledge file for this connector (``relay.knowledge.yaml``), a dbt
+    ``target/manifest.json`` or a Cortex semantic model, or a list of them (merged), relative
+    to the config file: their rules, metrics and verified queries become context."""
     config: dict[str, Any] = Field(default_factory=dict, validate_default=True)
 
     @model_validator(mode="before")

@@ -56,7 +56,7 @@ from relay_nb.connectors.specs import (
 )
 from relay_nb.context.knowledge_source import KnowledgeSource
 from relay_nb.errors import ConfigurationError
-from relay_nb.knowledge import load_knowledge
+from relay_nb.knowledge.load import load_knowledge_with_file
 from relay_nb.redaction import redact, register_secret
 
 __all__ = [
@@ -282,12 +282,17 @@ def apply_config(engine: Session, config: RelayConfig) -> list[str]:
     return [c.id for c in connectors]
 
 
-def _knowledge_source(connector_id: str, base_dir: Path | None, file: str) -> KnowledgeSource:
-    path = Path(file).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
+def _knowledge_source(
+    connector_id: str, base_dir: Path | None, files: str | list[str]
+) -> KnowledgeSource:
+    """A connector's knowledge: one file, or several merged (a knowledge file, a dbt
+    manifest, a Cortex model), paths relative to the config file."""
+    paths = [Path(file).expanduser() for file in ([files] if isinstance(files, str) else files)]
+    if base_dir is not None:
+        paths = [path if path.is_absolute() else base_dir / path for path in paths]
     try:
-        return KnowledgeSource(load_knowledge(path), connector_id, path=path)
+        knowledge, path = load_knowledge_with_file(paths)
+        return KnowledgeSource(knowledge, connector_id, path=path)
     except ConfigurationError as exc:
         raise ConfigurationError(f"connector {connector_id!r}, knowledge: {exc}") from None
 

@@ -10,28 +10,29 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.context.knowledge_source import KnowledgeSource
 from relay_nb.errors import ConfigurationError
-from relay_nb.knowledge import Knowledge, VerifiedQuery, load_knowledge
+from relay_nb.knowledge import VerifiedQuery
+from relay_nb.knowledge.load import KnowledgeSourceInput, load_knowledge_with_file
 from relay_nb.knowledge.save import append_verified
 
 __all__ = ["KnowledgeInput", "attach", "knowledge_file", "save_verified", "verified_query"]
 
-KnowledgeInput = str | os.PathLike[str] | Mapping[str, Any] | Knowledge
+KnowledgeInput = KnowledgeSourceInput | Sequence[KnowledgeSourceInput]
 
 
 def attach(connectors: Iterable[str], connector_id: str, source: KnowledgeInput) -> KnowledgeSource:
-    """The context source for ``source`` (a file path, a mapping or a ``Knowledge``)."""
+    """The context source for ``source`` (a file path, a mapping, a ``Knowledge``, a dbt
+    manifest, a Cortex semantic model, or a list of them)."""
     if connector_id not in set(connectors):
         raise ConfigurationError(f"no connector {connector_id!r}; connect it first")
-    path = Path(source).expanduser() if isinstance(source, str | os.PathLike) else None
-    return KnowledgeSource(load_knowledge(source), connector_id, path=path)
+    knowledge, path = load_knowledge_with_file(source)
+    return KnowledgeSource(knowledge, connector_id, path=path)
 
 
 def save_verified(

@@ -6,6 +6,8 @@ prompt); it imports nothing of relay_nb above ``errors``.
 
 from __future__ import annotations
 
+from relay_nb.knowledge.cortex import knowledge_from_cortex
+from relay_nb.knowledge.dbt import knowledge_from_dbt
 from relay_nb.knowledge.load import KNOWLEDGE_FILENAME, load_knowledge, parse_knowledge
 from relay_nb.knowledge.model import (
     ColumnKnowledge,
@@ -24,6 +26,8 @@ __all__ = [
     "Metric",
     "TableKnowledge",
     "VerifiedQuery",
+    "knowledge_from_cortex",
+    "knowledge_from_dbt",
     "load_knowledge",
     "parse_knowledge",
 ]

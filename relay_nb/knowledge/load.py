@@ -1,5 +1,7 @@
 """Reading a knowledge file: YAML (or JSON, which YAML reads too) into :class:`Knowledge`,
-and errors that say the line.
+and errors that say the line. A dbt ``manifest.json`` or a Cortex Analyst semantic model is
+recognised by its content and imported (:mod:`~relay_nb.knowledge.dbt`,
+:mod:`~relay_nb.knowledge.cortex`).
 
 A knowledge file is edited by hand, so a mistake must point at itself: the loader keeps the
 YAML node tree beside the data, and maps a validation error's location (``tables.orders.
@@ -18,19 +20,52 @@ from typing import Any
 from pydantic import ValidationError
 
 from relay_nb.errors import ConfigurationError
+from relay_nb.knowledge.cortex import is_cortex_model, knowledge_from_cortex
+from relay_nb.knowledge.dbt import is_dbt_manifest, knowledge_from_dbt
 from relay_nb.knowledge.model import Knowledge
 
-__all__ = ["KNOWLEDGE_FILENAME", "load_knowledge", "parse_knowledge", "yaml_loader"]
+__all__ = [
+    "KNOWLEDGE_FILENAME",
+    "KnowledgeSourceInput",
+    "load_knowledge",
+    "load_knowledge_with_file",
+    "parse_knowledge",
+    "yaml_loader",
+]
 
 KNOWLEDGE_FILENAME = "relay.knowledge.yaml"
 
 
-def load_knowledge(source: str | os.PathLike[str] | Mapping[str, Any] | Knowledge) -> Knowledge:
-    """A :class:`Knowledge` from a file path, a mapping (e.g. from a cell) or itself."""
+KnowledgeSourceInput = str | os.PathLike[str] | Mapping[str, Any] | Knowledge
+
+
+def load_knowledge(
+    source: KnowledgeSourceInput | Sequence[KnowledgeSourceInput],
+) -> Knowledge:
+    """A :class:`Knowledge` from a file path, a mapping (e.g. from a cell), itself, or a list
+    of those (merged, the first saying it winning). A file may be a knowledge file, a dbt
+    ``manifest.json`` or a Cortex Analyst semantic model: each is recognised by its content."""
+    return load_knowledge_with_file(source)[0]
+
+
+def load_knowledge_with_file(
+    source: KnowledgeSourceInput | Sequence[KnowledgeSourceInput],
+) -> tuple[Knowledge, Path | None]:
+    """The knowledge, and the knowledge file verified queries may be appended to: the first
+    relay_nb knowledge file among the sources (a dbt manifest or a Cortex model is the
+    team's own file, never written to; a mapping has no file)."""
+    if isinstance(source, list | tuple):
+        if not source:
+            raise ConfigurationError("no knowledge given: name a file, a mapping or a list")
+        loaded = [load_knowledge_with_file(one) for one in source]
+        knowledge = loaded[0][0]
+        for more, _ in loaded[1:]:
+            knowledge = knowledge.merged(more)
+        return knowledge, next((file for _, file in loaded if file is not None), None)
     if isinstance(source, Knowledge):
-        return source
+        return source, None
     if isinstance(source, Mapping):
-        return _validate(dict(source), where="the knowledge", node=None)
+        return _from_data(dict(source), where="the knowledge", node=None)[0], None
     path = Path(source).expanduser()
     try:
         text = path.read_text(encoding="utf-8")
@@ -38,11 +73,19 @@ def load_knowledge(source: str | os.PathLike[str] | Mapping[str, Any] | Knowledg
         raise ConfigurationError(f"knowledge file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read knowledge file {str(path)!r}: {exc}") from None
-    return parse_knowledge(text, where=path.name)
+    if path.suffix.lower() == ".json" and '"dbt_schema_version"' in text[:2000]:
+        return knowledge_from_dbt(path), None
+    knowledge, imported = _parsed(text, where=path.name)
+    return knowledge, None if imported else path
 
 
 def parse_knowledge(text: str, *, where: str = "knowledge") -> Knowledge:
     """Validate the YAML ``text``; ``where`` names it in errors (``shop.yaml line 12: …``)."""
+    return _parsed(text, where=where)[0]
+
+
+def _parsed(text: str, *, where: str) -> tuple[Knowledge, bool]:
+    """The knowledge in ``text``, and whether it was imported (not a knowledge file)."""
     import yaml
 
     loader = yaml_loader()
@@ -61,7 +104,15 @@ def parse_knowledge(text: str, *, where: str = "knowledge") -> Knowledge:
             f"{where}: a knowledge file is a mapping (tables:, metrics:, rules:, …), "
             f"not a {type(data).__name__}"
         )
-    return _validate(data, where=where, node=node)
+    return _from_data(data, where=where, node=node)
+
+
+def _from_data(data: dict[str, Any], *, where: str, node: Any) -> tuple[Knowledge, bool]:
+    if is_cortex_model(data):
+        return knowledge_from_cortex(data, where=where), True
+    if is_dbt_manifest(data):
+        return knowledge_from_dbt(data), True
+    return _validate(data, where=where, node=node), False
 
 
 @cache

@@ -61,6 +61,32 @@ class TableKnowledge(_Strict):
     synonyms: tuple[str, ...] = ()
     columns: dict[str, ColumnKnowledge] = Field(default_factory=dict)
 
+    def merged(self, other: TableKnowledge) -> TableKnowledge:
+        """Both tables' knowledge; this one's description and values win."""
+        columns = dict(other.columns)
+        for name, column in self.columns.items():
+            theirs = columns.get(name)
+            columns[name] = (
+                column
+                if theirs is None
+                else ColumnKnowledge(
+                    description=column.description or theirs.description,
+                    synonyms=_union(column.synonyms, theirs.synonyms),
+                    values=column.values or theirs.values,
+                )
+            )
+        return TableKnowledge(
+            description=self.description or other.description,
+            synonyms=_union(self.synonyms, other.synonyms),
+            columns=columns,
+        )
+
+
+def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    """Both, in order, each once (case-insensitively)."""
+    seen = {text.lower() for text in first}
+    return (*first, *(text for text in second if text.lower() not in seen))
+
 
 class Metric(_Strict):
     """A named measure, and how to compute it right."""
@@ -117,6 +143,35 @@ class Knowledge(_Strict):
                 raise ValueError(f"metric {metric.name!r} is defined twice")
             seen.add(key)
         return metrics
+
+    def merged(self, other: Knowledge) -> Knowledge:
+        """This knowledge with ``other``'s added; where both say something (a description,
+        a metric of the same name, a column's values), this one wins."""
+        tables = dict(other.tables)
+        for name, table in self.tables.items():
+            tables[name] = table.merged(tables[name]) if name in tables else table
+        names = {m.name.lower() for m in self.metrics}
+        questions = {q.question.lower() for q in self.verified_queries}
+        pairs = {frozenset((j.left, j.right)) for j in self.joins}
+        synonyms = dict(other.synonyms)
+        for word, meaning in self.synonyms.items():
+            synonyms[word] = _union(meaning, synonyms.get(word, ()))
+        return Knowledge(
+            description=self.description or other.description,
+            tables=tables,
+            metrics=(*self.metrics, *(m for m in other.metrics if m.name.lower() not in names)),
+            dimensions={**other.dimensions, **self.dimensions},
+            joins=(
+                *self.joins,
+                *(j for j in other.joins if frozenset((j.left, j.right)) not in pairs),
+            ),
+            rules=_union(self.rules, other.rules),
+            synonyms=synonyms,
+            verified_queries=(
+                *self.verified_queries,
+                *(q for q in other.verified_queries if q.question.lower() not in questions),
+            ),
+        )
 
     def with_verified(self, query: VerifiedQuery) -> Knowledge:
         """This knowledge plus ``query`` (replacing one with the same question)."""
