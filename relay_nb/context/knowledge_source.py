@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from relay_nb.context.sources import question_terms
+from relay_nb.context.sql_match import metric_used, same_query, same_shape
 from relay_nb.context.types import ContextItem, ContextRequest
 from relay_nb.knowledge import Knowledge, Metric, VerifiedQuery
 
-__all__ = ["KNOWLEDGE_PRIORITY", "VERIFIED_PRIORITY", "KnowledgeSource", "same_query"]
+__all__ = ["KNOWLEDGE_PRIORITY", "VERIFIED_PRIORITY", "KnowledgeSource"]
 
 KNOWLEDGE_PRIORITY = 72
 VERIFIED_PRIORITY = 68
@@ -119,18 +120,33 @@ class KnowledgeSource:
         return list(dict.fromkeys(names))
 
     def notes_for(self, turn: Any) -> list[str]:
-        """A note ("follows the verified query …") for each verified query that one of
-        ``turn``'s queries on this connector is, once both are written alike
-        (:func:`same_query`)."""
-        notes = []
+        """What ``turn``'s queries on this connector owe to this knowledge, one note each
+        (:mod:`~relay_nb.context.sql_match`): a verified query it *is* ("follows the verified
+        query for …"), or is with other values ("closely follows …"), and each metric it
+        computes as defined, filters included ("uses the metric 'revenue' — …")."""
+        notes: list[str] = []
         for outcome in turn.sql_outcomes:
             artifact = outcome.artifact
             if artifact.connector_id != self.knows:
                 continue
             sql = artifact.submitted_sql or artifact.executed_sql
+            dialect = artifact.dialect
             for query in self.knowledge.verified_queries:
-                if same_query(sql, query.sql, artifact.dialect):
+                if same_query(sql, query.sql, dialect):
                     note = f"follows the verified query for {query.question!r}{_checked(query)}"
+                elif same_shape(sql, query.sql, dialect):
+                    note = (
+                        f"closely follows the verified query for {query.question!r}"
+                        f"{_checked(query)}: the same query with other values"
+                    )
+                else:
+                    continue
+                if note not in notes:
+                    notes.append(note)
+            for metric in self.knowledge.metrics:
+                if metric_used(sql, metric.sql, metric.filters, dialect):
+                    meaning = f" — {metric.description}" if metric.description else ""
+                    note = f"uses the metric {metric.name!r}{meaning}"
                     if note not in notes:
                         notes.append(note)
         return notes
@@ -206,26 +222,6 @@ class KnowledgeSource:
                     f"{s} → column {table}.{column}" for s in info.synonyms if _named(wanted, s)
                 ]
         return entries
-
-
-def same_query(first: str, second: str, dialect: str) -> bool:
-    """Whether two queries are the same once both are parsed and written out alike in
-    ``dialect`` (case, spacing, quoting, comments, and the outermost LIMIT set aside — the
-    guard sets its own)."""
-    import sqlglot
-
-    def written(sql: str) -> str | None:
-        try:
-            tree = sqlglot.parse_one(sql, read=dialect)
-        except Exception:
-            return None
-        if tree is None:
-            return None
-        tree.set("limit", None)
-        return tree.sql(dialect=dialect, normalize=True, comments=False)
-
-    one = written(first)
-    return one is not None and one == written(second)
 
 
 def _checked(query: VerifiedQuery) -> str:

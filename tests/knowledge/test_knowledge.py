@@ -325,10 +325,71 @@ def test_a_config_file_attaches_knowledge_to_its_connector(tmp_path: Path) -> No
 
 
 def test_same_query_sets_aside_spelling_and_the_limit_but_not_meaning() -> None:
-    from relay_nb.context.knowledge_source import same_query
+    from relay_nb.context.sql_match import same_query
 
     base = "SELECT country, COUNT(*) AS n FROM customers WHERE active = 1 GROUP BY country"
     assert same_query(base, base.lower().replace(" ", "  ") + " LIMIT 10", "sqlite")
     assert same_query(base, f"-- checked\n{base}", "postgres")
     assert not same_query(base, base.replace("active = 1", "active = 0"), "sqlite")
     assert not same_query(base, "not sql ((", "sqlite")
+
+
+def test_same_shape_sets_aside_values_but_not_structure() -> None:
+    from relay_nb.context.sql_match import same_shape
+
+    base = "SELECT country, COUNT(*) AS n FROM customers WHERE signed_up >= '2025-01-01' GROUP BY 1"
+    assert same_shape(base, base.replace("2025-01-01", "2024-06-01"), "sqlite")
+    assert not same_shape(base, base.replace("country", "city"), "sqlite")
+    assert not same_shape(base, base.replace(">=", "<"), "sqlite")
+
+
+@pytest.mark.parametrize(
+    ("sql", "used"),
+    [
+        ("SELECT SUM(total) FROM orders WHERE status = 'paid'", True),
+        ("SELECT SUM(o.total) AS r FROM orders AS o WHERE o.status = 'paid' AND o.id > 3", True),
+        ("SELECT SUM(total) FROM orders", False),  # the filter is missing: not the metric
+        ("SELECT AVG(total) FROM orders WHERE status = 'paid'", False),
+        (
+            "SELECT month, SUM(orders.total) FROM orders WHERE orders.status = 'paid' GROUP BY 1",
+            True,
+        ),
+    ],
+)
+def test_a_metric_is_used_only_with_its_expression_and_every_filter(sql: str, used: bool) -> None:
+    from relay_nb.context.sql_match import metric_used
+
+    assert metric_used(sql, "SUM(orders.total)", ("orders.status = 'paid'",), "sqlite") is used
+
+
+def test_the_trace_names_a_close_verified_query_and_a_metric_used(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shop.sqlite'}"
+    seed_database(url)
+    verified = "SELECT country, COUNT(*) AS n FROM customers WHERE country <> 'NL' GROUP BY country"
+    revenue = "SELECT SUM(total) AS revenue FROM orders WHERE status = 'paid'"
+    other_country = verified.replace("NL", "DE")
+    model = ScriptedRuntime(
+        [
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": revenue}}]},
+            {"text": "Revenue was …"},
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": other_country}}]},
+            {"text": "Per country …"},
+        ]
+    )
+    relay = Relay(model, ledger=False)
+    try:
+        relay.connect("shop", url)
+        own = parse_knowledge(SHOP).with_verified(
+            VerifiedQuery(question="Customers per country but one", sql=verified, verified_by="bo")
+        )
+        relay.knowledge("shop", own)
+        turn = relay.ask("What was our revenue?")
+        assert turn.notes == ["uses the metric 'revenue' — Revenue counts paid orders only."]
+        turn = relay.ask("Customers per country, without Germany?")
+        (note,) = turn.notes
+        assert note == (
+            "closely follows the verified query for 'Customers per country but one' "
+            "(verified by bo): the same query with other values"
+        )
+    finally:
+        relay.close()
