@@ -99,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "run_turn": "relay_nb.agent.loop",
     "UsageCaps": "relay_nb.agent.caps",
     "ApprovalRequest": "relay_nb.agent.approval",
+    "ClarifyRequest": "relay_nb.agent.clarify",
     "PriceTable": "relay_nb.agent.pricing",
     "UsageLedger": "relay_nb.agent.ledger",
 }
@@ -130,6 +131,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.agent.accounting import Accountant
     from relay_nb.agent.approval import ApprovalRequest
     from relay_nb.agent.caps import UsageCaps
+    from relay_nb.agent.clarify import ClarifyRequest
     from relay_nb.agent.ledger import UsageLedger
     from relay_nb.agent.loop import TurnResult, run_turn
     from relay_nb.agent.pricing import PriceTable

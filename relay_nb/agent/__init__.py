@@ -15,6 +15,7 @@ from __future__ import annotations
 from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import ApprovalRequest, Approver, approve_all, deny_all
 from relay_nb.agent.caps import UsageCaps, UsageLimit
+from relay_nb.agent.clarify import Clarifier, ClarifyRequest
 from relay_nb.agent.events import (
     ContextResolvedEvent,
     DoneEvent,
@@ -50,6 +51,8 @@ __all__ = [
     "settings_layer",
     "ApprovalRequest",
     "Approver",
+    "Clarifier",
+    "ClarifyRequest",
     "History",
     "ModelRouter",
     "Session",

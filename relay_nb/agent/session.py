@@ -27,6 +27,7 @@ from relay_nb.agent.accounting import NO_USAGE, Accountant
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.batching import BatchGate
 from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
+from relay_nb.agent.clarify import CLARIFY_TOOL, Clarifier, clarify_tool
 from relay_nb.agent.events import Event
 from relay_nb.agent.history import History, digest
 from relay_nb.agent.loop import TurnResult, run_turn
@@ -284,11 +285,13 @@ class Session:
         on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
         approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
     ) -> TurnResult:
         """Answer ``question`` in the context of this conversation; extends the history.
 
         ``call`` is the question's own settings layer (``{"max_steps": 4, "model": …}``);
-        ``approver`` replaces the session's for this question.
+        ``approver`` replaces the session's for this question; ``clarifier`` (who can answer
+        a question back) gives the model the ``clarify`` tool.
         """
         if not isinstance(question, str) or not question.strip():
             raise ConfigurationError("ask needs a non-empty question")
@@ -301,6 +304,7 @@ class Session:
                 on_event=on_event,
                 abort=abort,
                 approver=approver,
+                clarifier=clarifier,
             )
             self._remember(result)
             await self._compact_if_needed()
@@ -464,13 +468,17 @@ class Session:
         on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
         approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
         runtime: ModelRuntime | None = None,
     ) -> TurnResult:
         settings, active, connector_ids = planned
         self.connectors.refresh_stale(connector_ids)  # drops expired schemas; reads nothing
+        tools = self._tools_for(active, connector_ids)
+        if clarifier is not None and all(tool.name != CLARIFY_TOOL for tool in tools):
+            tools = [*tools, clarify_tool(clarifier)]
         services = TurnServices(
             runtime=runtime or self.runtime_for(settings),
-            tools=self._tools_for(active, connector_ids),
+            tools=tools,
             resolver=self.resolver,
             accountant=self.accountant,
             approver=approver or self.approver,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,7 +27,18 @@ from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import ToolCall
 from relay_nb.tools import Tool, ToolResult
 
-__all__ = ["CANCELLED_RESULT", "ToolOutcome", "execute_calls"]
+__all__ = ["CANCELLED_RESULT", "ToolOutcome", "current_tool_call_id", "execute_calls"]
+
+_CURRENT_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "relay_nb_tool_call", default=None
+)
+
+
+def current_tool_call_id() -> str | None:
+    """Inside a tool's handler, the id of the call it is answering (else None): what a tool
+    that talks to the user (``clarify``) needs to show itself under the call's entry."""
+    return _CURRENT_CALL.get()
+
 
 CANCELLED_RESULT = "cancelled by the user before it finished"
 
@@ -149,6 +161,7 @@ async def _until_abort(awaitable: Any, abort: AbortSignal | None) -> Any:
 
 
 async def _run_one(call: ToolCall, tools: Mapping[str, Tool]) -> ToolOutcome:
+    _CURRENT_CALL.set(call.id)  # this task's own context: no other call sees it
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"

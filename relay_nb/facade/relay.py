@@ -18,15 +18,15 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import Approver
 from relay_nb.agent.caps import UsageCaps
+from relay_nb.agent.clarify import Clarifier
 from relay_nb.agent.events import Event
-from relay_nb.agent.ledger import UsageLedger
 from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.routing import ModelSetting
 from relay_nb.agent.services import EventSink
@@ -38,6 +38,7 @@ from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, check_reachable
 from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
+from relay_nb.facade.call_options import LedgerSetting, call_layer, first_problem, ledger_from
 from relay_nb.facade.config import apply_config, build_skill, load_config
 from relay_nb.facade.knowledge import KnowledgeInput, attach, save_verified
 from relay_nb.facade.loop_thread import run_sync
@@ -57,9 +58,6 @@ Turn = TurnResult
 
 CHECK_TIMEOUT_S = 10.0
 """How long ``connect`` waits for a new connector to read what it holds."""
-
-LedgerSetting = UsageLedger | str | os.PathLike[str] | Literal[False] | None
-"""None: the default file (``$RELAY_DATA_DIR/usage.sqlite``); a path or URL; False: none."""
 
 open_relays: weakref.WeakSet[Relay] = weakref.WeakSet()
 """Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
@@ -117,10 +115,10 @@ class Relay:
         try:
             caps = UsageCaps(max_cost_usd=session_max_cost_usd, max_tokens=session_max_tokens)
         except ValidationError as exc:
-            raise ConfigurationError(f"session caps: {_first_problem(exc)}") from None
+            raise ConfigurationError(f"session caps: {first_problem(exc)}") from None
         accountant = Accountant(
             prices=prices,
-            ledger=_ledger(ledger),
+            ledger=ledger_from(ledger),
             caps=caps,
             session_id=session_id,
             notebook=notebook,
@@ -405,6 +403,7 @@ class Relay:
         max_output_tokens: int | None = None,
         approval: Approval | None = None,
         approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
         on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
     ) -> TurnResult:
@@ -414,11 +413,12 @@ class Relay:
         For this question only: ``model`` (a profile, kind or runtime), ``skill`` (a skill's
         name or several; None: every registered one), ``max_steps``, ``max_cost_usd`` and
         ``max_tokens`` (this turn's caps), ``max_output_tokens`` (per model call),
-        ``approval`` ("ask", "allow", "deny") and ``approver`` (who is asked). ``on_event``
+        ``approval`` ("ask", "allow", "deny") and ``approver`` (who is asked), ``clarifier``
+        (who answers the model's ``clarify`` questions; None: it cannot ask). ``on_event``
         sees every event as it happens; ``abort`` stops the turn from another thread.
         """
         abort = abort or AbortSignal()
-        call = _call_layer(
+        call = call_layer(
             model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
         )
         coroutine = self._engine.ask_async(
@@ -427,6 +427,7 @@ class Relay:
             on_event=on_event,
             abort=abort,
             approver=approver,
+            clarifier=clarifier,
         )
         return run_sync(coroutine, on_interrupt=lambda: abort.abort("interrupted"))
 
@@ -442,11 +443,12 @@ class Relay:
         max_output_tokens: int | None = None,
         approval: Approval | None = None,
         approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
         on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
     ) -> TurnResult:
         """``await relay.ask_async(...)``: the same turn as :meth:`ask`, on the caller's loop."""
-        call = _call_layer(
+        call = call_layer(
             model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
         )
         return await self._engine.ask_async(
@@ -455,6 +457,7 @@ class Relay:
             on_event=on_event,
             abort=abort,
             approver=approver,
+            clarifier=clarifier,
         )
 
     def stream(
@@ -474,7 +477,7 @@ class Relay:
         """``async for event in relay.stream(q)``: the turn's events as they happen (options
         as for :meth:`ask`); the finished turn is ``relay.turns[-1]``. Leaving the loop early
         cancels the turn."""
-        call = _call_layer(
+        call = call_layer(
             model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
         )
         return self._engine.stream(question, call, abort=abort, approver=approver)
@@ -498,7 +501,7 @@ class Relay:
         ``batch=True`` sends the calls through the runtime's physical batch at the batch
         price (minutes to hours; ``batch_timeout_s`` bounds the wait). Caps apply per turn;
         the session's cap holds across all of them."""
-        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        call = call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
         return run_sync(
             self._engine.ask_many(
                 questions,
@@ -524,7 +527,7 @@ class Relay:
         max_output_tokens: int | None = None,
     ) -> list[TurnResult]:
         """``await relay.ask_many_async(...)``: :meth:`ask_many` on the caller's loop."""
-        call = _call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        call = call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
         return await self._engine.ask_many(
             questions, call, concurrency=concurrency, batch=batch, batch_timeout_s=batch_timeout_s
         )
@@ -568,32 +571,3 @@ class Relay:
     def closed(self) -> bool:
         """Whether :meth:`close` ran (its connectors, model clients and ledger are gone)."""
         return self not in open_relays
-
-
-def _call_layer(
-    model: ModelSetting,
-    skill: str | Sequence[str] | None,
-    max_steps: int | None,
-    max_cost_usd: float | None,
-    max_tokens: int | None,
-    max_output_tokens: int | None,
-    approval: Approval | None = None,
-) -> dict[str, Any]:
-    """One question's settings layer (None: not set; checked by the engine)."""
-    return dict(
-        approval=approval, model=model, skills=skill, max_steps=max_steps,
-        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_output_tokens=max_output_tokens,
-    )  # fmt: skip
-
-
-def _ledger(setting: LedgerSetting) -> UsageLedger | None:
-    if setting is False:
-        return None
-    if isinstance(setting, UsageLedger):
-        return setting
-    return UsageLedger(setting if setting is None or isinstance(setting, str) else Path(setting))
-
-
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"

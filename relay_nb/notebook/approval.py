@@ -27,16 +27,27 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from relay_nb.agent.approval import ApprovalRequest
 from relay_nb.facade.loop_thread import CallerInterrupted, call_in_caller
 
 if TYPE_CHECKING:
-    from relay_nb.notebook.live import ApprovalControls, LiveTurnView
+    from relay_nb.notebook.live import LiveTurnView
 
-__all__ = ["ButtonApprover", "ask_with_input", "buttons_unavailable_reason", "no_events"]
+__all__ = [
+    "ButtonApprover",
+    "after_interrupt",
+    "ask_with_input",
+    "buttons_unavailable_reason",
+    "duration",
+    "kernel_events",
+    "no_events",
+    "takes_no_input",
+    "wait_for_click",
+]
 
+_T = TypeVar("_T")
 _POLL_S = 0.05  # between two looks at the kernel's messages: a click feels immediate
 _INTERRUPT_SETTLE_S = 5.0
 
@@ -54,7 +65,8 @@ class _NoEvents:
         return 0
 
 
-def _kernel_events() -> Any:
+def kernel_events() -> Any:
+    """What handles clicks while the cell's thread waits: the kernel's pending messages."""
     from relay_nb.notebook.ui_events import UIEvents
 
     return UIEvents()
@@ -68,14 +80,22 @@ def no_events() -> _NoEvents:
 def buttons_unavailable_reason() -> str | None:
     """None when Approve / Deny clicks can reach this cell while it waits; else why not.
     Call it on the cell's thread."""
-    from relay_nb.notebook.ui_events import current_kernel, unavailable_reason
+    from relay_nb.notebook.ui_events import unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
         return reason
-    if not getattr(current_kernel(), "_allow_stdin", True):
+    if takes_no_input():
         return "this run takes no input from anyone (nbclient, nbval, papermill)"
     return None
+
+
+def takes_no_input() -> bool:
+    """Whether nobody can answer in this run: a kernel that refuses input (nbclient, nbval,
+    papermill). Call it on the cell's thread."""
+    from relay_nb.notebook.ui_events import current_kernel
+
+    return not getattr(current_kernel(), "_allow_stdin", True)
 
 
 class ButtonApprover:
@@ -88,7 +108,7 @@ class ButtonApprover:
         view: LiveTurnView,
         *,
         timeout_s: float,
-        events: Callable[[], AbstractContextManager[Any]] = _kernel_events,
+        events: Callable[[], AbstractContextManager[Any]] = kernel_events,
     ) -> None:
         self.view = view
         self.timeout_s = timeout_s
@@ -100,31 +120,47 @@ class ButtonApprover:
             request.tool_call_id,
             request.name,
             lambda _approved, _note: answered.set(),
-            unanswered=f"denied if not answered within {_duration(self.timeout_s)}",
+            unanswered=f"denied if not answered within {duration(self.timeout_s)}",
         )
         if controls is None:  # not shown in this view: ask the plain way
             return await ask_with_input(request)
         try:
-            await call_in_caller(lambda: self._wait(controls, answered))
+            await call_in_caller(
+                lambda: wait_for_click(
+                    self.events,
+                    answered,
+                    self.timeout_s,
+                    lambda: controls.answer(
+                        False, f"denied: no answer within {duration(self.timeout_s)}"
+                    ),
+                )
+            )
         except asyncio.CancelledError:  # the turn was stopped while we waited
             controls.answer(False, "not answered: the turn was stopped")
             raise
         except CallerInterrupted:
             controls.answer(False, "not answered: interrupted")
-            return await _interrupted()
+            return bool(await after_interrupt(False))
         return controls.verdict is True
 
-    def _wait(self, controls: ApprovalControls, answered: threading.Event) -> None:
-        """On the cell's thread: handle clicks until one comes or the time is up."""
-        deadline = time.monotonic() + self.timeout_s
-        with self.events() as events:
-            while not answered.is_set():
-                events.process()
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    controls.answer(False, f"denied: no answer within {_duration(self.timeout_s)}")
-                    break
-                answered.wait(min(_POLL_S, left))
+
+def wait_for_click(
+    events: Callable[[], AbstractContextManager[Any]],
+    answered: threading.Event,
+    timeout_s: float,
+    give_up: Callable[[], None],
+) -> None:
+    """On the cell's thread: handle the kernel's widget messages (clicks) until ``answered``
+    is set or ``timeout_s`` passes (then ``give_up()``)."""
+    deadline = time.monotonic() + timeout_s
+    with events() as handler:
+        while not answered.is_set():
+            handler.process()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                give_up()
+                break
+            answered.wait(min(_POLL_S, left))
 
 
 async def ask_with_input(request: ApprovalRequest) -> bool:
@@ -134,18 +170,18 @@ async def ask_with_input(request: ApprovalRequest) -> bool:
     try:
         answer = await call_in_caller(lambda: input(prompt))
     except CallerInterrupted:
-        return await _interrupted()
+        return bool(await after_interrupt(False))
     return answer.strip().lower() in ("y", "yes")
 
 
-async def _interrupted() -> bool:
+async def after_interrupt(answer: _T) -> _T:
     """The cell was interrupted while asked: the turn's abort follows at once and cancels
-    this wait; should it not come, the answer is no."""
+    this wait; should it not come, ``answer`` (no, or no choice) is the answer."""
     await asyncio.sleep(_INTERRUPT_SETTLE_S)
-    return False
+    return answer
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds >= 60 and seconds % 60 == 0:
         minutes = int(seconds // 60)
         return f"{minutes} min"

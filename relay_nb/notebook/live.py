@@ -71,7 +71,8 @@ class LiveTurnView:
         self._ticker = threading.Thread(target=self._tick, name="relay_nb-elapsed", daemon=True)
         self._calls: dict[str, tuple[Any, int]] = {}
         self._verdicts: dict[str, str] = {}  # tool_call_id -> "approved" / "denied …"
-        self._approvals: dict[str, ApprovalControls] = {}
+        self._asking: dict[str, ApprovalControls | ChoiceControls] = {}
+        """Open questions to the user, by tool call: answered "no" when the view closes."""
         self.status = widgets.HTML(self._status_html("starting"))
         self.calls = widgets.VBox([])
         self.answer = widgets.HTML("")
@@ -135,8 +136,8 @@ class LiveTurnView:
         self._stopped.set()
         if self._ticker.is_alive():
             self._ticker.join(timeout=2 * TICK_S)
-        for controls in list(self._approvals.values()):
-            controls.answer(False, "denied: the turn ended")
+        for controls in list(self._asking.values()):
+            controls.give_up("the turn ended")
         close_tree(self.box)
 
     # -- events (called on relay_nb's loop thread) -----------------------------------------------
@@ -198,6 +199,8 @@ class LiveTurnView:
         return self._widgets.HTML(self._query_html(call))
 
     def _query_html(self, call: CallView) -> str:
+        if call.asked:
+            return f"<div>{html.escape(call.asked)}</div>"
         if call.query:
             return sql_html(call.readable_query())
         shown = json.dumps(call.input, ensure_ascii=False, default=str)
@@ -247,21 +250,57 @@ class LiveTurnView:
         def settle(approved: bool, note: str) -> None:
             verdict = note or ("approved" if approved else "denied")
             self._verdicts[tool_call_id] = verdict
-            self._approvals.pop(tool_call_id, None)
+            self._asking.pop(tool_call_id, None)
             panel.set_title(0, f"[{index}] {name} · {verdict}")
             self._set_status(f"{name} {verdict}")
             on_answer(approved, note)
 
         controls = ApprovalControls(self._widgets, name, settle)
-        self._approvals[tool_call_id] = controls
+        waiting = f"waiting for your approval of {name}: Approve or Deny below"
+        self._ask(tool_call_id, controls, f"[{index}] {name} · waiting for your approval")
+        self._set_status(f"{waiting} ({unanswered})" if unanswered else waiting)
+        return controls
+
+    def ask_choice(
+        self,
+        tool_call_id: str,
+        question: str,
+        options: tuple[str, ...],
+        on_answer: Callable[[str | None, str], None],
+        *,
+        unanswered: str = "",
+    ) -> ChoiceControls | None:
+        """Show ``question`` with one button per option under the call's entry;
+        ``on_answer(choice, note)`` is called once (``choice`` None: no answer). None when
+        the call has no entry here."""
+        entry = self._calls.get(tool_call_id)
+        if entry is None or self._closed:
+            return None
+        panel, index = entry
+
+        def settle(choice: str | None, note: str) -> None:
+            verdict = note or (f"you chose {choice}" if choice is not None else "no answer")
+            self._verdicts[tool_call_id] = verdict
+            self._asking.pop(tool_call_id, None)
+            panel.set_title(0, f"[{index}] clarify · {verdict}")
+            self._set_status(verdict)
+            on_answer(choice, note)
+
+        controls = ChoiceControls(self._widgets, question, options, settle)
+        self._ask(tool_call_id, controls, f"[{index}] clarify · waiting for your answer")
+        waiting = "the model asks: choose an answer below"
+        self._set_status(f"{waiting} ({unanswered})" if unanswered else waiting)
+        return controls
+
+    def _ask(self, tool_call_id: str, controls: Any, title: str) -> None:
+        """Put ``controls`` under the call's entry, opened, and keep them until answered."""
+        panel, _index = self._calls[tool_call_id]
+        self._asking[tool_call_id] = controls
         panel.selected_index = 0
         children = list(self.calls.children)
         children.insert(children.index(panel) + 1, controls.row)
         self.calls.children = tuple(children)
-        panel.set_title(0, f"[{index}] {name} · waiting for your approval")
-        waiting = f"waiting for your approval of {name}: Approve or Deny below"
-        self._set_status(f"{waiting} ({unanswered})" if unanswered else waiting)
-        return controls
+        panel.set_title(0, title)
 
     def _set_status(self, text: str) -> None:
         """Show ``text`` with the elapsed time; the ticker re-renders the same text (an
@@ -297,6 +336,10 @@ class ApprovalControls:
     def answered(self) -> bool:
         return self.verdict is not None
 
+    def give_up(self, why: str) -> None:
+        """Nobody answered (``why``: the turn ended, the time is up): that is a no."""
+        self.answer(False, f"denied: {why}")
+
     def answer(self, approved: bool, note: str = "") -> bool:
         """Record the answer unless one was given already; returns whether this one counted."""
         with self._lock:
@@ -307,6 +350,51 @@ class ApprovalControls:
         shown = note or ("approved" if approved else "denied")
         self.note.value = f'<span style="color:{MUTED_COLOR}">{html.escape(shown)}</span>'
         self._settle(approved, note)
+        return True
+
+
+class ChoiceControls:
+    """The model's question and one button per option. The first answer wins — a click, or
+    the clarifier giving up (timeout, interrupt, the turn's end) — and disables them all."""
+
+    def __init__(
+        self,
+        widgets: Any,
+        question: str,
+        options: tuple[str, ...],
+        settle: Callable[[str | None, str], None],
+    ) -> None:
+        self._settle = settle
+        self._lock = threading.Lock()
+        self.answered = False
+        self.choice: str | None = None
+        self.buttons = [
+            widgets.Button(description=option, tooltip=option, layout=widgets.Layout(width="auto"))
+            for option in options
+        ]
+        for button, option in zip(self.buttons, options, strict=True):
+            button.on_click(lambda _button, chosen=option: self.answer(chosen))
+        self.note = widgets.HTML("")
+        asked = widgets.HTML(f"<b>{html.escape(question)}</b>")
+        self.row = widgets.VBox([asked, widgets.HBox([*self.buttons, self.note])])
+
+    def give_up(self, why: str) -> None:
+        self.answer(None, f"not answered: {why}")
+
+    def answer(self, choice: str | None, note: str = "") -> bool:
+        """Record the answer unless one was given already; returns whether this one counted."""
+        with self._lock:
+            if self.answered:
+                return False
+            self.answered = True
+            self.choice = choice
+        for button in self.buttons:
+            button.disabled = True
+            if button.description == choice:
+                button.button_style = "info"
+        shown = note or (f"you chose {choice}" if choice is not None else "no answer")
+        self.note.value = f'<span style="color:{MUTED_COLOR}">{html.escape(shown)}</span>'
+        self._settle(choice, note)
         return True
 
 

@@ -28,6 +28,7 @@ from relay_nb.facade.default import default_relay, existing_default_relay, setti
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
+from relay_nb.notebook.clarify import clarifier_for
 from relay_nb.notebook.command import HELP, IDENTIFIER, Command, interpolate, parse_command
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
@@ -64,6 +65,14 @@ class RelayMagics(Magics):
     ).tag(config=True)
     approval_timeout_s = Float(
         300.0, help="Seconds the Approve / Deny buttons wait for a click; then the call is denied."
+    ).tag(config=True)
+    clarify = Bool(
+        True,
+        help="Let the model ask back when a question is ambiguous: option buttons in the live "
+        "view, or an input() prompt; never in a run nobody answers (nbclient, nbval).",
+    ).tag(config=True)
+    clarify_timeout_s = Float(
+        300.0, help="Seconds the model's question waits for a click; then it goes on without."
     ).tag(config=True)
     max_cost_usd = Float(
         None, allow_none=True, help="Per-turn cost cap in USD (None: no cap)."
@@ -177,6 +186,9 @@ class RelayMagics(Magics):
                 max_cost_usd=cap,
                 approval=self.approval,
                 approver=self._approver(view),
+                clarifier=(
+                    clarifier_for(view, timeout_s=self.clarify_timeout_s) if self.clarify else None
+                ),
                 on_event=view.on_event if view is not None else None,
             )
         except BaseException as exc:

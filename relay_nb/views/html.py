@@ -97,7 +97,9 @@ def _call_html(call: CallView, max_rows: int, *, opened: bool) -> str:
     elapsed = f" · {call.elapsed_ms:.0f} ms" if call.elapsed_ms else ""
     summary = html.escape(call.title) + elapsed
     body = []
-    if call.query:
+    if call.asked:
+        body.append(f'<div class="relay-asked">{html.escape(call.asked)}</div>')
+    elif call.query:
         body.append(sql_html(call.readable_query()))
     if call.is_error:
         body.append(f'<pre class="relay-error">{html.escape(call.content)}</pre>')

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay_nb.agent.clarify import CLARIFY_TOOL
 from relay_nb.agent.events import Event
 from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.agent.turn_result import TurnResult
@@ -86,6 +87,16 @@ class CallView(BaseModel):
         """What the call ran, or asked for when it was refused before running (a credential
         in it, even one the model wrote, is shown redacted)."""
         return redact(_query(self.name, self.input, self.artifact))
+
+    @property
+    def asked(self) -> str:
+        """The model's question to the user and its options (a ``clarify`` call), else
+        empty: shown as text, not as a query."""
+        if self.name != CLARIFY_TOOL or not isinstance(self.input.get("question"), str):
+            return ""
+        options = self.input.get("options")
+        listed = " | ".join(map(str, options)) if isinstance(options, list) else ""
+        return f"asked: {self.input['question']}" + (f" [{listed}]" if listed else "")
 
     def readable_query(self, *, pretty: bool = True) -> str:
         """:attr:`query` as the analyst reads it: laid out over lines (``pretty``), with the
@@ -330,6 +341,7 @@ def _query(name: str, arguments: dict[str, Any], artifact: Any) -> str:
         return text + (f" {_compact(query)}" if query else "")
     if name == "web_search" and isinstance(arguments.get("query"), str):
         return f"web_search {_compact(arguments['query'])}"
+
     if name.startswith("query_") and arguments:  # a Mongo find or aggregate
         return _compact(arguments)
     return ""

@@ -77,6 +77,8 @@ def _call_lines(
     call: CallView, preview_rows: int, format_sql: Callable[[str], str] | None = None
 ) -> list[str]:
     lines = [f"[{call.index}] {call.name}: {call.status}"]
+    if call.asked:  # the model's question to the user, and the answer it got
+        return [*lines, "    " + _one_line(call.asked), "    " + _one_line(call.content)]
     sql = call.readable_query(pretty=False)
     if sql and format_sql is not None:
         sql = format_sql(sql)
