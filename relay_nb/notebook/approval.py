@@ -45,6 +45,7 @@ __all__ = [
     "no_events",
     "takes_no_input",
     "wait_for_click",
+    "wait_in_cell",
 ]
 
 _T = TypeVar("_T")
@@ -124,24 +125,46 @@ class ButtonApprover:
         )
         if controls is None:  # not shown in this view: ask the plain way
             return await ask_with_input(request)
-        try:
-            await call_in_caller(
-                lambda: wait_for_click(
-                    self.events,
-                    answered,
-                    self.timeout_s,
-                    lambda: controls.answer(
-                        False, f"denied: no answer within {duration(self.timeout_s)}"
-                    ),
-                )
-            )
-        except asyncio.CancelledError:  # the turn was stopped while we waited
-            controls.answer(False, "not answered: the turn was stopped")
-            raise
-        except CallerInterrupted:
-            controls.answer(False, "not answered: interrupted")
-            return bool(await after_interrupt(False))
+        answered_in_time = await wait_in_cell(
+            self.events,
+            answered,
+            self.timeout_s,
+            give_up=lambda note: controls.answer(False, note),
+            notes=(
+                f"denied: no answer within {duration(self.timeout_s)}",
+                "not answered: the turn was stopped",
+                "not answered: interrupted",
+            ),
+        )
+        if not answered_in_time:
+            return False
         return controls.verdict is True
+
+
+async def wait_in_cell(
+    events: Callable[[], AbstractContextManager[Any]],
+    answered: threading.Event,
+    timeout_s: float,
+    *,
+    give_up: Callable[[str], Any],
+    notes: tuple[str, str, str],
+) -> bool:
+    """Wait on the cell's thread for a click (see the module docstring). ``give_up(note)``
+    closes the question with ``notes``' (time up, turn stopped, interrupted) line; returns
+    False when the cell was interrupted (after the turn's abort had its moment)."""
+    timed_out, stopped, interrupted = notes
+    try:
+        await call_in_caller(
+            lambda: wait_for_click(events, answered, timeout_s, lambda: give_up(timed_out))
+        )
+    except asyncio.CancelledError:  # the turn was stopped while we waited
+        give_up(stopped)
+        raise
+    except CallerInterrupted:
+        give_up(interrupted)
+        await after_interrupt(None)
+        return False
+    return True
 
 
 def wait_for_click(

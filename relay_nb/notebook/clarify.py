@@ -12,7 +12,6 @@ box; where nobody can answer at all (nbclient, nbval, papermill) the magic offer
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -26,7 +25,7 @@ from relay_nb.notebook.approval import (
     duration,
     kernel_events,
     takes_no_input,
-    wait_for_click,
+    wait_in_cell,
 )
 
 if TYPE_CHECKING:
@@ -60,21 +59,16 @@ class ButtonClarifier:
         )
         if controls is None:  # not shown in this view: ask the plain way
             return await choose_with_input(request)
-        try:
-            await call_in_caller(
-                lambda: wait_for_click(
-                    self.events,
-                    answered,
-                    self.timeout_s,
-                    lambda: controls.give_up(f"no answer within {duration(self.timeout_s)}"),
-                )
-            )
-        except asyncio.CancelledError:  # the turn was stopped while we waited
-            controls.give_up("the turn was stopped")
-            raise
-        except CallerInterrupted:
-            controls.give_up("interrupted")
-            return await after_interrupt(None)
+        waited = f"no answer within {duration(self.timeout_s)}"
+        answered_in_time = await wait_in_cell(
+            self.events,
+            answered,
+            self.timeout_s,
+            give_up=lambda note: controls.answer(None, note),
+            notes=(waited, "not answered: the turn was stopped", "not answered: interrupted"),
+        )
+        if not answered_in_time:
+            return None
         return controls.choice
 
 

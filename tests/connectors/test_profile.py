@@ -121,13 +121,7 @@ def test_the_time_budget_bounds_the_pass_and_failures_cost_only_their_table(shop
     def failing_on_orders(sql: str, timeout_s: float) -> list[tuple]:
         if quote("orders") in sql:
             raise RuntimeError("permission denied for table orders")
-        raw = shop.engine.raw_connection()
-        try:
-            cursor = raw.cursor()
-            cursor.execute(sql)
-            return list(cursor.fetchall())
-        finally:
-            raw.close()
+        return direct(shop, sql)
 
     profiled = profile_catalog(catalog, ProfileSettings(), failing_on_orders, quote)
     assert all(c.profile is None for c in profiled.tables[position].columns)
