@@ -188,3 +188,38 @@ def test_the_whole_catalog_costs_one_statement_per_kind_when_nothing_fails(shop,
     assert len(statements) == 2, statements
     assert column(profiled, "orders", "status").profile.values
     assert column(profiled, "orders", "ordered_at").profile.low
+
+
+def test_a_small_table_lists_categories_but_never_a_persons_data(tmp_path) -> None:
+    """In a 4-row table every column has few values: the lookup's names are listed (a
+    question says "European"), the people's e-mails, phones and names never are."""
+    import sqlite3
+
+    path = tmp_path / "small.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE continents (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute(
+            "CREATE TABLE people (id INTEGER PRIMARY KEY, first_name TEXT, email TEXT, "
+            "phone TEXT, contact TEXT, tier TEXT)"
+        )
+        conn.executemany(
+            "INSERT INTO continents (name) VALUES (?)", [("Europe",), ("Asia",), ("Africa",)]
+        )
+        conn.executemany(
+            "INSERT INTO people (first_name, email, phone, contact, tier) VALUES (?, ?, ?, ?, ?)",
+            [
+                ("Ada", "ada@example.com", "+31 6 1234", "ada@example.com", "gold"),
+                ("Bo", "bo@example.com", "+31 6 5678", "bo@example.com", "silver"),
+            ],
+        )
+    connector = SQLConnector("small", f"sqlite:///{path}")
+    try:
+        catalog = connector.catalog
+        assert column(catalog, "continents", "name").profile.values == ("Africa", "Asia", "Europe")
+        assert column(catalog, "people", "tier").profile.values == ("gold", "silver")
+        for name in ("first_name", "email", "phone", "contact"):  # contact: values hold an @
+            assert column(catalog, "people", name).profile.values == ()
+        text = connector.prompt_context()
+        assert "'Europe'" in text and "example.com" not in text and "Ada" not in text
+    finally:
+        connector.close()

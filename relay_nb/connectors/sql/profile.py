@@ -19,8 +19,10 @@ tens of round trips, not thousands; all run read-only through
 :func:`~relay_nb.connectors.sql.readonly.run_read_only` like any query. Never profiled:
 primary and foreign keys (identifiers, not categories), columns named like secrets
 (``password``, ``api_key``, ``token``, ``ssn``, ``salt``…), and columns the connector's
-``profile_exclude`` patterns name. Only the four engines relay_nb introspects natively are
-profiled; a table the budget did not reach, or whose statement failed, simply has no profile.
+``profile_exclude`` patterns name. The values of columns about a person (``email``,
+``phone``, ``first_name``, ``birth_date``…), and values that look like e-mail addresses,
+are never listed. Only the four engines relay_nb introspects natively are profiled; a table
+the budget did not reach, or whose statement failed, simply has no profile.
 
 The profile lives on the catalog (:attr:`ColumnInfo.profile`), so it is cached with the schema
 and read again when the schema is (``refresh()``); the renderer shows it
@@ -57,6 +59,14 @@ _SECRET_NAME = re.compile(
 _TEXT_WORDS = ("char", "text", "string", "clob")
 _NUMBER_WORDS = ("int", "numeric", "decimal", "real", "float", "double", "number", "money")
 _TEMPORAL_WORDS = ("date", "time")
+_PERSONAL_NAME = re.compile(
+    r"(?:^|_)(?:e_?mail|phone|mobile|fax|street|address|postcode|zip|birth|dob|first_?name|"
+    r"last_?name|sur_?name|full_?name|given_?name|ip_?addr(?:ess)?|passport|iban|tax_?id)"
+    r"(?:_|$)",
+    re.IGNORECASE,
+)
+"""Columns about a person: their bounds and NULL share are profiled, their values never
+listed (a small table would otherwise put every customer's e-mail into the prompt)."""
 _MAX_VALUE_CHARS = 60
 """A longer value is prose or an identifier, not a category: the column gets no values."""
 
@@ -160,6 +170,7 @@ def profile_catalog(
         t
         for t in targets
         if t.kind == "text"
+        and not _PERSONAL_NAME.search(t.column)
         and 0 < int(stats.get((t.table, t.position), (0, 0, 0))[2] or 0) <= settings.max_values
     ]
     found: dict[tuple[int, int], list[tuple[int, str]]] = {}
@@ -322,7 +333,7 @@ def _with_profiles(
                 continue
             rows, present, _distinct, low, high = row
             values = tuple(value for _, value in sorted(found.get(key, ())))
-            if not all(len(v) <= _MAX_VALUE_CHARS and v.strip() for v in values):
+            if not all(_listable(value) for value in values):
                 values = ()
             # built from the engine's own counts and text: trusted, so not validated again
             # (a 1,000-table pass would spend a third of its Python time re-checking them)
@@ -336,6 +347,11 @@ def _with_profiles(
             columns.append(column.model_copy(update={"profile": profile}))
         tables.append(table.model_copy(update={"columns": tuple(columns)}))
     return tuple(tables)
+
+
+def _listable(value: str) -> bool:
+    """A category's value: short, not blank, not an e-mail address."""
+    return len(value) <= _MAX_VALUE_CHARS and bool(value.strip()) and "@" not in value
 
 
 def _text(value: Any) -> str | None:
