@@ -80,6 +80,8 @@ def test_opting_out_per_connector_and_per_column(shop_db):
     )
     try:
         assert all(c.profile is None for t in off.catalog.tables for c in t.columns)
+        # the connect check gives the catalog read its time, plus the profiling budget
+        assert some.startup_timeout_s == off.startup_timeout_s + some.profile.time_budget_s
         assert "∈" not in off.prompt_context()
         assert column(some.catalog, "orders", "status").profile is None
         assert column(some.catalog, "products", "category").profile is None

@@ -52,6 +52,8 @@ __all__ = ["SQLConnector"]
 _TEMPORAL_WORDS = ("date", "time")
 _TEXT_WORDS = ("char", "text", "string", "clob")
 _MAX_DRIVER_MESSAGE = 400
+_CATALOG_READ_S = 10.0
+"""What the connect check allows the catalog read itself; profiling adds its own budget."""
 
 
 class _QueryInput(BaseModel):
@@ -114,6 +116,10 @@ class SQLConnector(Connector):
         self._samples: dict[str, list[str]] | None = None
         self.profile = ProfileSettings.from_options(profile, profile_exclude, profile_time_s)
         """Value profiling in the catalog pass (:mod:`relay_nb.connectors.sql.profile`)."""
+        self.startup_timeout_s = _CATALOG_READ_S + (
+            self.profile.time_budget_s if self.profile.enabled else 0.0
+        )
+        """How long the first catalog read may take: the connect check waits that long."""
         if ranker is not None and not isinstance(ranker, SchemaRanker):
             raise ConfigurationError(
                 "ranker must have a rank(catalog, question) method (see SchemaRanker)"
