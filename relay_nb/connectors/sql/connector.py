@@ -225,8 +225,10 @@ class SQLConnector(Connector):
         def run(sql: str, timeout_s: float) -> list[tuple[Any, ...]]:
             budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
             fetched = run_read_only(
-                self.engine, sql, max_rows=MAX_ROWS, timeout_s=timeout_s, budget=budget
+                self.engine, sql, max_rows=MAX_ROWS + 1, timeout_s=timeout_s, budget=budget
             )
+            if len(fetched.rows) > MAX_ROWS or budget.full:  # cut rows would make lists lie
+                raise QueryExecutionError("a profiling statement returned more than it may")
             return fetched.rows
 
         quote = self.engine.dialect.identifier_preparer.quote_identifier

@@ -128,7 +128,8 @@ _BATCH = 128
 """Columns per statement: a round trip and a plan per batch, not per table (SQLite allows
 500 compound terms). A values statement returns at most ``_BATCH * max_values`` rows."""
 MAX_ROWS = _BATCH * 50
-"""The most rows one profiling statement can return (``max_values`` is at most 50)."""
+"""The most rows one profiling statement may return (``max_values`` is at most 50); the
+caller fails a statement that returns more, and its batch is split."""
 _CAST = {"mysql": "CHAR"}
 """The text type each dialect casts to (TEXT elsewhere)."""
 
@@ -191,9 +192,7 @@ def profile_catalog(
         stats[key] = (*stats[key][:3], low, high)
     if len(stats) < len(targets):
         _log.info("profiled %d of %d columns (time budget or errors)", len(stats), len(targets))
-    return catalog.model_copy(
-        update={"tables": _with_profiles(catalog, stats, found, settings.sample_rows)}
-    )
+    return catalog.model_copy(update={"tables": _with_profiles(catalog, stats, found, settings)})
 
 
 def _chosen(table: TableInfo, settings: ProfileSettings) -> list[tuple[int, ColumnInfo, str]]:
@@ -320,8 +319,9 @@ def _with_profiles(
     catalog: Catalog,
     stats: dict[tuple[int, int], tuple[Any, ...]],
     found: dict[tuple[int, int], list[tuple[int, str]]],
-    sample_rows: int,
+    settings: ProfileSettings,
 ) -> tuple[TableInfo, ...]:
+    sample_rows, max_values = settings.sample_rows, settings.max_values
     tables = []
     for table_position, table in enumerate(catalog.tables):
         columns = []
@@ -333,8 +333,8 @@ def _with_profiles(
                 continue
             rows, present, _distinct, low, high = row
             values = tuple(value for _, value in sorted(found.get(key, ())))
-            if not all(_listable(value) for value in values):
-                values = ()
+            if len(values) > max_values or not all(_listable(value) for value in values):
+                values = ()  # (more than counted: the engine sampled other rows the 2nd time)
             # built from the engine's own counts and text: trusted, so not validated again
             # (a 1,000-table pass would spend a third of its Python time re-checking them)
             profile = ColumnProfile.model_construct(
