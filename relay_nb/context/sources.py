@@ -96,6 +96,9 @@ class ConnectorSchemaSource:
     ) -> None:
         self.connector = connector
         self.connector_id = connector.id
+        # a connector that needs longer to read what it holds (a SQL catalog with its value
+        # profiles) says so
+        self.timeout_s = max(self.timeout_s, float(getattr(connector, "catalog_timeout_s", 0) or 0))
         self.priority = priority
         self.max_tokens = max_tokens
         self.name = f"schema:{connector.id}"

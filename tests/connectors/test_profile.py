@@ -80,8 +80,12 @@ def test_opting_out_per_connector_and_per_column(shop_db):
     )
     try:
         assert all(c.profile is None for t in off.catalog.tables for c in t.columns)
-        # the connect check gives the catalog read its time, plus the profiling budget
+        # the connect check and the prompt's schema source give the catalog read its time,
+        # plus the profiling budget
         assert some.startup_timeout_s == off.startup_timeout_s + some.profile.time_budget_s
+        from relay_nb.context import ConnectorSchemaSource
+
+        assert ConnectorSchemaSource(some).timeout_s == some.catalog_timeout_s
         assert "∈" not in off.prompt_context()
         assert column(some.catalog, "orders", "status").profile is None
         assert column(some.catalog, "products", "category").profile is None
@@ -202,16 +206,33 @@ def test_a_small_table_lists_categories_but_never_a_persons_data(tmp_path) -> No
         conn.execute("CREATE TABLE continents (id INTEGER PRIMARY KEY, name TEXT)")
         conn.execute(
             "CREATE TABLE people (id INTEGER PRIMARY KEY, first_name TEXT, email TEXT, "
-            "phone TEXT, contact TEXT, tier TEXT)"
+            "phone TEXT, contact TEXT, tier TEXT, accessToken TEXT, birth_date DATE)"
         )
         conn.executemany(
             "INSERT INTO continents (name) VALUES (?)", [("Europe",), ("Asia",), ("Africa",)]
         )
         conn.executemany(
-            "INSERT INTO people (first_name, email, phone, contact, tier) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO people (first_name, email, phone, contact, tier, accessToken, birth_date)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                ("Ada", "ada@example.com", "+31 6 1234", "ada@example.com", "gold"),
-                ("Bo", "bo@example.com", "+31 6 5678", "bo@example.com", "silver"),
+                (
+                    "Ada",
+                    "ada@example.com",
+                    "+31 6 1",
+                    "ada@example.com",
+                    "gold",
+                    "tk1",
+                    "1990-01-02",
+                ),
+                (
+                    "Bo",
+                    "bo@example.com",
+                    "+31 6 5",
+                    "bo@example.com",
+                    "silver",
+                    "tk2",
+                    "1991-03-04",
+                ),
             ],
         )
     connector = SQLConnector("small", f"sqlite:///{path}")
@@ -221,7 +242,11 @@ def test_a_small_table_lists_categories_but_never_a_persons_data(tmp_path) -> No
         assert column(catalog, "people", "tier").profile.values == ("gold", "silver")
         for name in ("first_name", "email", "phone", "contact"):  # contact: values hold an @
             assert column(catalog, "people", name).profile.values == ()
+        assert column(catalog, "people", "accessToken").profile is None  # a secret, camelCase
+        birth = column(catalog, "people", "birth_date").profile
+        assert birth.low is None and birth.high is None  # someone's birthday is not a range
         text = connector.prompt_context()
         assert "'Europe'" in text and "example.com" not in text and "Ada" not in text
+        assert "1990" not in text and "tk1" not in text
     finally:
         connector.close()

@@ -116,10 +116,12 @@ class SQLConnector(Connector):
         self._samples: dict[str, list[str]] | None = None
         self.profile = ProfileSettings.from_options(profile, profile_exclude, profile_time_s)
         """Value profiling in the catalog pass (:mod:`relay_nb.connectors.sql.profile`)."""
-        self.startup_timeout_s = _CATALOG_READ_S + (
+        self.catalog_timeout_s = _CATALOG_READ_S + (
             self.profile.time_budget_s if self.profile.enabled else 0.0
         )
-        """How long the first catalog read may take: the connect check waits that long."""
+        """How long a catalog read (with its profiles) may take: the prompt's schema source
+        waits that long for it, and the connect check too (``startup_timeout_s``)."""
+        self.startup_timeout_s = self.catalog_timeout_s
         if ranker is not None and not isinstance(ranker, SchemaRanker):
             raise ConfigurationError(
                 "ranker must have a rank(catalog, question) method (see SchemaRanker)"

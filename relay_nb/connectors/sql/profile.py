@@ -14,7 +14,7 @@ per table and within a time budget:
 
 Each column is read over a bounded sample (the first ``sample_rows`` rows the engine returns),
 in two kinds of statement — statistics, then the values of the low-cardinality text columns —
-each covering up to 64 columns of any tables (``UNION ALL``), so a 1,000-table catalog costs
+each covering up to 128 columns of any tables (``UNION ALL``), so a 1,000-table catalog costs
 tens of round trips, not thousands; all run read-only through
 :func:`~relay_nb.connectors.sql.readonly.run_read_only` like any query. Never profiled:
 primary and foreign keys (identifiers, not categories), columns named like secrets
@@ -44,29 +44,60 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, ColumnProfile, TableInfo
 from relay_nb.errors import ConfigurationError
 
-__all__ = ["ProfileSettings", "column_kind", "profile_catalog"]
+__all__ = ["ProfileSettings", "column_kind", "is_personal", "is_secret", "profile_catalog"]
 
 _log = logging.getLogger(__name__)
 
 PROFILED_BACKENDS = frozenset({"sqlite", "postgres", "mysql", "duckdb"})
 """sqlglot dialect names whose SQL the statements below are written for."""
 
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:pass(?:word|wd)?|pwd|secret|token|api_?key|private_?key|credentials?|auth|"
-    r"salt|hash|ssn|social_security|cvv|cvc|pin|iban|card_?number|otp)(?:_|$)",
-    re.IGNORECASE,
+_SECRET_WORD = re.compile(
+    r"pass(?:word|wd|phrase)|secret|token|api_?key|private_?key|credential", re.IGNORECASE
 )
-_TEXT_WORDS = ("char", "text", "string", "clob")
-_NUMBER_WORDS = ("int", "numeric", "decimal", "real", "float", "double", "number", "money")
-_TEMPORAL_WORDS = ("date", "time")
-_PERSONAL_NAME = re.compile(
-    r"(?:^|_)(?:e_?mail|phone|mobile|fax|street|address|postcode|zip|birth|dob|first_?name|"
-    r"last_?name|sur_?name|full_?name|given_?name|ip_?addr(?:ess)?|passport|iban|tax_?id)"
+"""Anywhere in a name (``userPassword``, ``accessToken``, ``x_apikey``): never profiled."""
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:pwd|auth|salt|hash|ssn|social_security|cvv|cvc|pin|iban|card_?number|otp)"
     r"(?:_|$)",
     re.IGNORECASE,
 )
-"""Columns about a person: their bounds and NULL share are profiled, their values never
-listed (a small table would otherwise put every customer's e-mail into the prompt)."""
+"""Whole words of a name (``pin``, not ``shipping``): never profiled."""
+_PERSONAL_NAME = re.compile(
+    r"(?:^|_)(?:e_?mail|phone|mobile|fax|street|address|postcode|zip|birth|born|dob|"
+    r"(?:first|last|sur|full|given|middle|maiden|nick|user|customer|client|employee|contact|"
+    r"patient|student|person|member|owner|holder)_?name|ip_?addr(?:ess)?|"
+    r"passport|tax_?id)(?:_|$)",
+    re.IGNORECASE,
+)
+_PERSON_TABLE = re.compile(
+    r"(?:^|_)(?:customer|client|user|employee|staff|student|pupil|patient|person|people|"
+    r"member|contact|passenger|guest|player|author|teacher|physician|doctor|nurse|driver|"
+    r"buyer|visitor|subscriber|account_holder|holder|applicant|candidate)s?(?:_|$)",
+    re.IGNORECASE,
+)
+"""Columns about a person (an e-mail, a phone, a birth date, a name — also ``name`` in a
+table of people): their NULL share is profiled, their values and bounds never shown (a small
+table would otherwise put every customer's e-mail, or a birth date, into the prompt)."""
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_TYPE_WORD = re.compile(r"[a-z_0-9]+")
+_TEXT_TYPES = (
+    "char", "varchar", "nvarchar", "nchar", "character", "text", "citext", "string", "clob",
+    "ntext", "tinytext", "mediumtext", "longtext", "bpchar",
+)  # fmt: skip
+_TEMPORAL_TYPES = (
+    "date", "datetime", "datetime2", "smalldatetime", "timestamp", "timestamptz", "time",
+    "timetz",
+)  # fmt: skip
+_NUMBER_TYPES = (
+    "int", "integer", "bigint", "smallint", "tinyint", "mediumint", "int2", "int4", "int8",
+    "hugeint", "numeric", "decimal", "real", "float", "float4", "float8", "double", "number",
+    "money", "smallmoney", "serial", "bigserial",
+)  # fmt: skip
+_KINDS = {
+    **dict.fromkeys(_TEXT_TYPES, "text"),
+    **dict.fromkeys(_TEMPORAL_TYPES, "temporal"),
+    **dict.fromkeys(_NUMBER_TYPES, "number"),
+}
+"""A type's first word -> what is profiled (``int4range``, ``point``, ``enum(…)``: nothing)."""
 _MAX_VALUE_CHARS = 60
 """A longer value is prose or an identifier, not a category: the column gets no values."""
 
@@ -110,15 +141,24 @@ class ProfileSettings(BaseModel):
 def column_kind(type_: str) -> str | None:
     """``text``, ``number`` or ``temporal`` for the types profiled; None for the rest."""
     lowered = type_.lower()
-    if "json" in lowered or "[]" in lowered or "array" in lowered or "interval" in lowered:
+    if "[]" in lowered or "array" in lowered:
         return None
-    if any(word in lowered for word in _TEXT_WORDS):
-        return "text"
-    if any(word in lowered for word in _TEMPORAL_WORDS):
-        return "temporal"
-    if any(word in lowered for word in _NUMBER_WORDS):
-        return "number"
-    return None
+    words = _TYPE_WORD.findall(lowered)
+    return _KINDS.get(words[0]) if words else None
+
+
+def is_secret(column: str) -> bool:
+    """Whether a column's name says it holds a credential (never profiled)."""
+    snake = _CAMEL.sub("_", column)
+    return bool(_SECRET_WORD.search(column) or _SECRET_NAME.search(snake))
+
+
+def is_personal(table: TableInfo, column: str) -> bool:
+    """Whether a column is about a person (values and bounds never shown)."""
+    snake = _CAMEL.sub("_", column)
+    if _PERSONAL_NAME.search(snake):
+        return True
+    return column.lower() == "name" and bool(_PERSON_TABLE.search(table.name))
 
 
 Run = Callable[[str, float], list[tuple[Any, ...]]]
@@ -171,7 +211,7 @@ def profile_catalog(
         t
         for t in targets
         if t.kind == "text"
-        and not _PERSONAL_NAME.search(t.column)
+        and not is_personal(catalog.tables[t.table], t.column)
         and 0 < int(stats.get((t.table, t.position), (0, 0, 0))[2] or 0) <= settings.max_values
     ]
     found: dict[tuple[int, int], list[tuple[int, str]]] = {}
@@ -203,7 +243,7 @@ def _chosen(table: TableInfo, settings: ProfileSettings) -> list[tuple[int, Colu
         for position, column in enumerate(table.columns)
         if not column.primary_key
         and column.name not in keys
-        and not _SECRET_NAME.search(column.name)
+        and not is_secret(column.name)
         and not settings.excludes(table, column.name)
         and (kind := column_kind(column.type)) is not None
     ]
@@ -332,6 +372,8 @@ def _with_profiles(
                 columns.append(column)
                 continue
             rows, present, _distinct, low, high = row
+            if is_personal(table, column.name):  # a birth date's bounds are someone's
+                low = high = None
             values = tuple(value for _, value in sorted(found.get(key, ())))
             if len(values) > max_values or not all(_listable(value) for value in values):
                 values = ()  # (more than counted: the engine sampled other rows the 2nd time)
@@ -350,8 +392,14 @@ def _with_profiles(
 
 
 def _listable(value: str) -> bool:
-    """A category's value: short, not blank, not an e-mail address."""
-    return len(value) <= _MAX_VALUE_CHARS and bool(value.strip()) and "@" not in value
+    """A category's value: short, not blank, not an e-mail address, and shown exactly as
+    stored (no line breaks, tabs or doubled spaces the prompt's one line would lose)."""
+    return (
+        len(value) <= _MAX_VALUE_CHARS
+        and bool(value)
+        and " ".join(value.split()) == value
+        and "@" not in value
+    )
 
 
 def _text(value: Any) -> str | None:

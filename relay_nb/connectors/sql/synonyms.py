@@ -83,8 +83,8 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(
 """Groups of words folded the ranker's way at load (plurals and case need no entry)."""
 
 DEMONYMS: dict[str, tuple[str, ...]] = {
-    "american": ("usa", "america", "united", "states"),
-    "british": ("uk", "britain", "united", "kingdom", "england"),
+    "american": ("usa", "america"),
+    "british": ("uk", "britain", "england"),
     "english": ("england", "english", "uk"),
     "dutch": ("netherlands", "holland", "dutch"),
     "french": ("france", "french"),
