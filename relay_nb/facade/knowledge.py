@@ -21,7 +21,7 @@ from relay_nb.knowledge import VerifiedQuery
 from relay_nb.knowledge.load import KnowledgeSourceInput, load_knowledge_with_file
 from relay_nb.knowledge.save import append_verified
 
-__all__ = ["KnowledgeInput", "attach", "knowledge_file", "save_verified", "verified_query"]
+__all__ = ["KnowledgeInput", "attach", "knowledge_file_for", "save_verified", "verified_query"]
 
 KnowledgeInput = KnowledgeSourceInput | Sequence[KnowledgeSourceInput]
 
@@ -39,18 +39,31 @@ def save_verified(
     sources: Iterable[Any], turn: TurnResult | None, by: str | None
 ) -> tuple[KnowledgeSource, Path]:
     """Append ``turn``'s query to its connector's knowledge file (None: no turn yet);
-    returns the context source of the file as now written (to replace the old one) and the
-    file."""
+    returns the context source to replace the attached one — what was attached (a dbt
+    manifest or a Cortex model too) plus the query — and the file written."""
     connector_id, query = verified_query(turn, by)
-    path = knowledge_file(sources, connector_id)
-    return KnowledgeSource(append_verified(path, query), connector_id, path=path), path
+    attached = _attached(sources, connector_id)
+    path = (
+        attached.path
+        if attached is not None and attached.path
+        else knowledge_file_for(connector_id)
+    )
+    saved = append_verified(path, query)
+    # what was attached (a dbt manifest, a Cortex model, merged with the file) stays
+    knowledge = attached.knowledge.with_verified(query) if attached is not None else saved
+    return KnowledgeSource(knowledge, connector_id, path=path), path
 
 
-def knowledge_file(sources: Iterable[Any], connector_id: str) -> Path:
-    """The file ``connector_id``'s knowledge came from, else ``<id>.knowledge.yaml`` here."""
+def _attached(sources: Iterable[Any], connector_id: str) -> KnowledgeSource | None:
+    """The knowledge attached to ``connector_id``, if any."""
     for source in sources:
-        if isinstance(source, KnowledgeSource) and source.knows == connector_id and source.path:
-            return source.path
+        if isinstance(source, KnowledgeSource) and source.knows == connector_id:
+            return source
+    return None
+
+
+def knowledge_file_for(connector_id: str) -> Path:
+    """Where a connector with no knowledge file of its own gets one: here."""
     return Path(f"{connector_id}.knowledge.yaml")
 
 

@@ -158,6 +158,25 @@ def knowledge_from_cortex(
         for part, text in model.module_custom_instructions.items()
         if text.strip()
     ]
+    unique: dict[str, Metric] = {}
+    for metric in metrics:  # a name in two logical tables: the first one
+        unique.setdefault(metric.name.lower(), metric)
+    metrics = list(unique.values())
+    try:
+        return _knowledge(model, tables, dimensions, metrics, rules, physical)
+    except (ValidationError, ValueError) as exc:
+        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise ConfigurationError(f"{where}: {first}") from None
+
+
+def _knowledge(
+    model: _Model,
+    tables: dict[str, TableKnowledge],
+    dimensions: dict[str, str],
+    metrics: list[Metric],
+    rules: list[str],
+    physical: Mapping[str, str],
+) -> Knowledge:
     return Knowledge(
         description=model.description or model.name,
         tables=tables,
@@ -219,7 +238,13 @@ def _verified(query: _Verified, physical: Mapping[str, str]) -> VerifiedQuery:
     if isinstance(when, int):  # Cortex writes Unix seconds
         when = dt.datetime.fromtimestamp(when, tz=dt.UTC).date()
     elif isinstance(when, str):
-        when = dt.date.fromisoformat(when[:10])
+        try:
+            when = dt.date.fromisoformat(when[:10])
+        except ValueError:
+            raise ValueError(
+                f"verified query {query.question!r}: verified_at {when!r} is neither Unix "
+                "seconds nor a YYYY-MM-DD date"
+            ) from None
     return VerifiedQuery(
         question=query.question,
         sql=_physical(query.sql, physical),

@@ -44,8 +44,9 @@ _AGGREGATES = {
     "min": "MIN({})",
     "max": "MAX({})",
     "sum_boolean": "SUM(CASE WHEN {} THEN 1 ELSE 0 END)",
-    "median": "MEDIAN({})",
 }
+"""dbt aggregations every dialect relay_nb guards can write (``median`` and ``percentile``
+are not, so metrics over them are not imported)."""
 _REF = re.compile(r"""ref\(\s*['"]([^'"]+)['"]\s*(?:,\s*['"]([^'"]+)['"]\s*)?\)""")
 _JINJA_DIMENSION = re.compile(
     r"""\{\{\s*(?:Dimension|TimeDimension|Entity)\(\s*['"]([^'"]+)['"][^)]*\)\s*\}\}"""
@@ -111,7 +112,7 @@ class _Reader:
         dimensions, measures, entity_joins = self._semantic_models()
         return Knowledge(
             tables={name: TableKnowledge(**fields) for name, fields in tables.items()},
-            dimensions=dimensions,
+            dimensions={name: e for name, e in dimensions.items() if "__" not in name},
             metrics=tuple(self._metrics(measures, dimensions)),
             joins=tuple(_unique_joins([*joins, *entity_joins])),
         )
@@ -158,8 +159,9 @@ class _Reader:
     def _semantic_models(
         self,
     ) -> tuple[dict[str, str], dict[str, tuple[str, str, str]], list[JoinPath]]:
-        """Dimensions (name -> expression), measures (name -> (aggregation, expression,
-        description)) and the joins shared entities imply."""
+        """Dimensions (name -> expression; also ``entity__name``, as filters refer to them),
+        measures (name -> (aggregation, expression, description)) and the joins shared
+        entities imply."""
         dimensions: dict[str, str] = {}
         measures: dict[str, tuple[str, str, str]] = {}
         primary: dict[str, tuple[str, str]] = {}
@@ -174,9 +176,16 @@ class _Reader:
                     primary[entity.get("name", "")] = (table, expr)
                 elif entity.get("type") == "foreign":
                     foreign.append((entity.get("name", ""), table, expr))
+            owners = [
+                e.get("name", "")
+                for e in model.get("entities") or []
+                if e.get("type") in ("primary", "unique", "natural")
+            ]
             for dimension in model.get("dimensions") or []:
-                expr = dimension.get("expr") or dimension.get("name", "")
-                dimensions[dimension["name"]] = _qualified(table, expr)
+                expr = _qualified(table, dimension.get("expr") or dimension.get("name", ""))
+                dimensions.setdefault(dimension["name"], expr)
+                for owner in owners:
+                    dimensions[f"{owner}__{dimension['name']}"] = expr
             for measure in model.get("measures") or []:
                 expr = _qualified(table, measure.get("expr") or measure.get("name", ""))
                 measures[measure["name"]] = (
@@ -201,28 +210,49 @@ class _Reader:
     def _metrics(
         self, measures: Mapping[str, tuple[str, str, str]], dimensions: Mapping[str, str]
     ) -> Iterable[Metric]:
-        sql: dict[str, str] = {}
-        inner: dict[str, str] = {}  # with its filters inside, to compose ratios correctly
-        filters = {m.get("name"): tuple(_filters(m, dimensions)) for m in self.metrics.values()}
+        filters = {
+            m.get("name"): (
+                *_where(m.get("filter"), dimensions),
+                *_where(
+                    ((m.get("type_params") or {}).get("measure") or {}).get("filter"), dimensions
+                ),
+            )
+            for m in self.metrics.values()
+        }
+        parts: dict[str, tuple[str, str]] = {}  # simple metric -> (aggregate template, expr)
         for metric in self.metrics.values():
             params = metric.get("type_params") or {}
             if metric.get("type", "simple") in ("simple", "cumulative"):
                 measure = (params.get("measure") or {}).get("name")
-                if measure in measures:
+                if measure in measures and measures[measure][0] in _AGGREGATES:
                     aggregation, expr, _ = measures[measure]
-                    template = _AGGREGATES.get(aggregation, aggregation.upper() + "({})")
-                    sql[metric["name"]] = template.format(expr)
-                    where = " AND ".join(filters[metric["name"]])
-                    inner[metric["name"]] = template.format(
-                        f"CASE WHEN {where} THEN {expr} END" if where else expr
-                    )
+                    parts[metric["name"]] = (_AGGREGATES[aggregation], expr)
+
+        def aggregate(name: str, where: tuple[str, ...]) -> str:
+            """The simple metric ``name`` with ``where`` inside its aggregate."""
+            template, expr = parts[name]
+            condition = " AND ".join(where)
+            return template.format(f"CASE WHEN {condition} THEN {expr} END" if where else expr)
+
+        sql = {name: template.format(expr) for name, (template, expr) in parts.items()}
         for metric in self.metrics.values():
             params = metric.get("type_params") or {}
             if metric.get("type") == "ratio":
-                numerator = (params.get("numerator") or {}).get("name")
-                denominator = (params.get("denominator") or {}).get("name")
-                if numerator in inner and denominator in inner:
-                    sql[metric["name"]] = f"{inner[numerator]} / NULLIF({inner[denominator]}, 0)"
+                sides = [params.get("numerator") or {}, params.get("denominator") or {}]
+                if all(side.get("name") in parts for side in sides):
+                    num, den = (
+                        aggregate(
+                            side["name"],
+                            (
+                                *filters[side["name"]],
+                                *_where(side.get("filter"), dimensions),
+                                *filters[metric["name"]],
+                            ),
+                        )
+                        for side in sides
+                    )
+                    sql[metric["name"]] = f"1.0 * {num} / NULLIF({den}, 0)"  # not integer division
+                    filters[metric["name"]] = ()  # inside each side now
             elif metric.get("type") == "derived" and params.get("expr"):
                 sql.setdefault(metric["name"], str(params["expr"]))
         for metric in self.metrics.values():
@@ -240,22 +270,24 @@ class _Reader:
             )
 
 
-def _filters(metric: Mapping[str, Any], dimensions: Mapping[str, str]) -> Iterable[str]:
-    """A metric's (and its measure's) where-filters, Jinja references made plain SQL."""
-    found = [
-        metric.get("filter"),
-        ((metric.get("type_params") or {}).get("measure") or {}).get("filter"),
-    ]
-    for block in found:
-        for where in (block or {}).get("where_filters") or []:
-            template = where.get("where_sql_template") if isinstance(where, Mapping) else None
-            if template:
-                plain = _JINJA_DIMENSION.sub(lambda m: _dimension(m.group(1), dimensions), template)
-                yield " ".join(plain.split())
+def _where(block: Any, dimensions: Mapping[str, str]) -> tuple[str, ...]:
+    """A ``filter``'s where-clauses, Jinja references (``{{ Dimension('order__status') }}``)
+    made plain SQL."""
+    found = []
+    wheres = block.get("where_filters") if isinstance(block, Mapping) else None
+    for where in wheres or []:
+        template = where.get("where_sql_template") if isinstance(where, Mapping) else None
+        if template:
+            plain = _JINJA_DIMENSION.sub(lambda m: _dimension(m.group(1), dimensions), template)
+            found.append(" ".join(plain.split()))
+    return tuple(found)
 
 
 def _dimension(reference: str, dimensions: Mapping[str, str]) -> str:
-    """``order__status`` (entity__dimension) -> the dimension's expression."""
+    """``order__status`` (entity__dimension) -> the dimension's expression: the entity's own
+    first, else any dimension of that name."""
+    if reference in dimensions:
+        return dimensions[reference]
     name = reference.split("__")[-1]
     return dimensions.get(name, name)
 

@@ -59,6 +59,11 @@ def _paid_revenue(project: Path) -> float:
         return sum(float(r["amount"]) for r in csv.DictReader(handle) if r["status"] == "paid")
 
 
+def _paid_count(project: Path) -> int:
+    with (project / "seeds" / "raw_orders.csv").open() as handle:
+        return sum(r["status"] == "paid" for r in csv.DictReader(handle))
+
+
 def test_a_dbt_manifest_becomes_descriptions_values_joins_and_metrics(dbt_shop: Path) -> None:
     knowledge = knowledge_from_dbt(dbt_shop / "target" / "manifest.json")
     orders = knowledge.tables["orders"]
@@ -80,6 +85,9 @@ def test_a_dbt_manifest_becomes_descriptions_values_joins_and_metrics(dbt_shop: 
         ratio = metrics["average_order_value"]  # the ratio keeps its numerator's filter
         value = shop.query(f"SELECT {ratio.sql} AS v FROM orders").df["v"][0]
         assert value == pytest.approx(_paid_revenue(dbt_shop) / 5)
+        share = metrics["paid_share"]  # an input's own filter; counts divided as decimals
+        value = shop.query(f"SELECT {share.sql} AS v FROM orders").df["v"][0]
+        assert value == pytest.approx(_paid_count(dbt_shop) / 5) and 0 < value < 1
     finally:
         shop.close()
 
@@ -101,6 +109,7 @@ def test_a_dbt_project_reaches_the_prompt_and_verify_never_writes_the_manifest(
                 ]
             },
             {"text": "5 orders."},
+            {"text": "again"},
         ]
     )
     relay = Relay(model, ledger=False)
@@ -114,6 +123,9 @@ def test_a_dbt_project_reaches_the_prompt_and_verify_never_writes_the_manifest(
         assert "One row per order placed" in prompt
         path = relay.verify(by="ana")
         assert path == Path("shop.knowledge.yaml") and manifest.read_bytes() == before
+        relay.ask("What was our revenue, and how many orders?")
+        prompt = model.requests[-1].messages[0].text()  # dbt's knowledge stays, plus the query
+        assert "SUM(orders.amount)" in prompt and COUNT_ORDERS in prompt
     finally:
         relay.close()
 
@@ -160,7 +172,7 @@ def test_sources_merge_and_the_knowledge_file_among_them_is_the_one_verify_write
     assert file == own
     assert knowledge.tables["orders"].description == "Our own words win."
     assert knowledge.tables["orders"].columns["status"].values == ("paid", "refunded", "cancelled")
-    assert knowledge.rules == ("Amounts are in EUR.",) and len(knowledge.metrics) == 3
+    assert knowledge.rules == ("Amounts are in EUR.",) and len(knowledge.metrics) == 4
     config = tmp_path / "relay.config.json"
     config.write_text(
         json.dumps(
@@ -213,3 +225,12 @@ def test_a_missing_or_wrong_manifest_says_the_fix(tmp_path: Path) -> None:
         knowledge_from_dbt(tmp_path / "target" / "manifest.json")
     with pytest.raises(ConfigurationError, match="is not a dbt manifest"):
         knowledge_from_dbt({"nodes": {}})
+
+
+def test_a_semantic_model_with_a_bad_date_says_which_query() -> None:
+    content = {
+        "tables": [{"name": "t", "base_table": {"table": "t"}}],
+        "verified_queries": [{"question": "q?", "sql": "SELECT 1", "verified_at": "May 1st"}],
+    }
+    with pytest.raises(ConfigurationError, match="verified_at 'May 1st' is neither"):
+        knowledge_from_cortex(content)

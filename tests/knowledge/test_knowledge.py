@@ -257,8 +257,8 @@ def test_verify_saves_the_last_turn_and_the_next_question_uses_it(
             {"tool_calls": [{"name": "query_shop", "input": {"sql": sql}}]},
             {"text": "Most customers are in NL."},
             {"text": "again"},
-            # the same query written differently: spacing, case, a LIMIT of its own
-            {"tool_calls": [{"name": "query_shop", "input": {"sql": sql.lower() + "  limit 3"}}]},
+            # the same query written differently: spacing, case, a comment
+            {"tool_calls": [{"name": "query_shop", "input": {"sql": "-- top\n" + sql.lower()}}]},
             {"text": "NL again"},
             {
                 "tool_calls": [
@@ -324,11 +324,14 @@ def test_a_config_file_attaches_knowledge_to_its_connector(tmp_path: Path) -> No
         relay.close()
 
 
-def test_same_query_sets_aside_spelling_and_the_limit_but_not_meaning() -> None:
-    from relay_nb.context.sql_match import same_query
+def test_same_query_sets_aside_spelling_but_not_meaning() -> None:
+    from relay_nb.context.sql_match import same_query, same_shape
 
     base = "SELECT country, COUNT(*) AS n FROM customers WHERE active = 1 GROUP BY country"
-    assert same_query(base, base.lower().replace(" ", "  ") + " LIMIT 10", "sqlite")
+    assert same_query(base, base.lower().replace(" ", "  "), "sqlite")
+    top = f"{base} ORDER BY n DESC LIMIT 10"
+    assert not same_query(top, top.replace("10", "5"), "sqlite")  # top 5 is not top 10
+    assert same_shape(top, top.replace("10", "5"), "sqlite")  # but closely follows it
     assert same_query(base, f"-- checked\n{base}", "postgres")
     assert not same_query(base, base.replace("active = 1", "active = 0"), "sqlite")
     assert not same_query(base, "not sql ((", "sqlite")
@@ -353,6 +356,12 @@ def test_same_shape_sets_aside_values_but_not_structure() -> None:
         (
             "SELECT month, SUM(orders.total) FROM orders WHERE orders.status = 'paid' GROUP BY 1",
             True,
+        ),
+        # the filter holds in a subquery, not where the sum is taken: not the metric
+        (
+            "SELECT SUM(total) FROM orders WHERE customer_id IN "
+            "(SELECT id FROM customers WHERE status = 'paid')",
+            False,
         ),
     ],
 )
