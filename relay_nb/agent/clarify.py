@@ -82,7 +82,12 @@ def clarify_tool(clarifier: Clarifier) -> Tool:
     """The ``clarify`` tool, answered by ``clarifier``."""
 
     async def ask(arguments: _ClarifyInput) -> ToolResult:
-        options = tuple(" ".join(o.split())[:80] for o in arguments.options if o.strip())
+        options = tuple(dict.fromkeys(" ".join(o.split())[:80] for o in arguments.options))
+        options = tuple(option for option in options if option)
+        if len(options) < 2:  # nothing to choose between: the model's mistake, said to it
+            return ToolResult(
+                content="clarify needs 2 to 4 different, non-empty options", is_error=True
+            )
         request = ClarifyRequest(
             tool_call_id=current_tool_call_id() or "",
             question=" ".join(arguments.question.split()),

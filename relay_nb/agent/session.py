@@ -317,6 +317,7 @@ class Session:
         *,
         abort: AbortSignal | None = None,
         approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
     ) -> AsyncIterator[Event]:
         """Events of one :meth:`ask_async` as an async iterator; ends after ``done``.
 
@@ -328,7 +329,12 @@ class Session:
         abort = abort or AbortSignal()
         task = asyncio.ensure_future(
             self.ask_async(
-                question, call, on_event=queue.put_nowait, abort=abort, approver=approver
+                question,
+                call,
+                on_event=queue.put_nowait,
+                abort=abort,
+                approver=approver,
+                clarifier=clarifier,
             )
         )
         task.add_done_callback(lambda _: queue.put_nowait(None))

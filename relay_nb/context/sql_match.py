@@ -5,12 +5,13 @@ The trace marks an answer that came from the team's knowledge, so an analyst kno
 answers rest on checked SQL. All three comparisons parse both sides with sqlglot in the
 connector's dialect and compare what they *mean* as written, never the text:
 
-- :func:`same_query`: equal once written alike (case, spacing, quoting, comments; the
-  outermost LIMIT set aside — the guard sets its own);
-- :func:`same_shape`: equal once every literal is a placeholder too — the verified query
-  for 2025 asked for 2024, or for another country;
+- :func:`same_query`: equal once written alike (case, spacing, quoting, comments), the
+  model's own SQL compared (the guard's LIMIT is added later, to what runs);
+- :func:`same_shape`: equal once every literal is a placeholder and the outermost LIMIT is
+  set aside — the verified query for 2025 asked for 2024, or for another country, or
+  the top 5 instead of the top 10;
 - :func:`metric_used`: the metric's expression appears (table qualifiers set aside) in a
-  query whose conditions include every one of the metric's filters.
+  SELECT whose own WHERE includes every one of the metric's filters.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ __all__ = ["metric_used", "same_query", "same_shape"]
 
 
 def same_query(first: str, second: str, dialect: str) -> bool:
-    """Whether two queries are the same once both are written out alike in ``dialect``."""
+    """Whether two queries are the same once both are written out alike in ``dialect``
+    (a LIMIT of their own included: "top 5" is not "top 10")."""
     one = _written(first, dialect, False)
     return one is not None and one == _written(second, dialect, False)
 
@@ -46,20 +48,26 @@ def metric_used(sql: str, expression: str, filters: tuple[str, ...], dialect: st
     if target is None:
         return False
     shape = _key(target, dialect)
-    found = any(_key(node, dialect) == shape for node in tree.find_all(type(target)))
-    if not found:
-        return False
-    conditions: set[str] = set()
-    for where in tree.find_all(exp.Where):
-        conditions.add(_key(where.this, dialect))
-        if isinstance(where.this, exp.And):
-            conditions |= {_key(node, dialect) for node in where.this.flatten()}
+    wanted_conditions = []
     for condition in filters:
         parsed = _bare(f"SELECT 1 WHERE {condition}", dialect)
         where = parsed.args.get("where") if parsed is not None else None
-        if where is None or _key(where.this, dialect) not in conditions:
+        if where is None:
             return False
-    return True
+        wanted_conditions.append(_key(where.this, dialect))
+    for node in tree.find_all(type(target)):
+        if _key(node, dialect) != shape:
+            continue
+        scope = node.find_ancestor(exp.Select)  # the filters must hold where it aggregates
+        where = scope.args.get("where") if scope is not None else None
+        conditions: set[str] = set()
+        if where is not None:
+            conditions.add(_key(where.this, dialect))
+            if isinstance(where.this, exp.And):
+                conditions |= {_key(part, dialect) for part in where.this.flatten()}
+        if all(condition in conditions for condition in wanted_conditions):
+            return True
+    return False
 
 
 def _written(sql: str, dialect: str, literals: bool) -> str | None:
@@ -67,8 +75,8 @@ def _written(sql: str, dialect: str, literals: bool) -> str | None:
     if tree is None:
         return None
     tree = tree.copy()
-    tree.set("limit", None)
     if literals:
+        tree.set("limit", None)
         from sqlglot import exp
 
         tree = tree.transform(

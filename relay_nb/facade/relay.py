@@ -472,6 +472,7 @@ class Relay:
         max_output_tokens: int | None = None,
         approval: Approval | None = None,
         approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
         abort: AbortSignal | None = None,
     ) -> AsyncIterator[Event]:
         """``async for event in relay.stream(q)``: the turn's events as they happen (options
@@ -480,7 +481,9 @@ class Relay:
         call = call_layer(
             model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
         )
-        return self._engine.stream(question, call, abort=abort, approver=approver)
+        return self._engine.stream(
+            question, call, abort=abort, approver=approver, clarifier=clarifier
+        )
 
     def ask_many(
         self,

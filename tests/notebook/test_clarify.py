@@ -157,3 +157,17 @@ def test_the_magic_asks_with_a_numbered_prompt_without_a_kernel(
 def test_a_run_nobody_answers_offers_no_clarify(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("relay_nb.notebook.clarify.takes_no_input", lambda: True)
     assert clarifier_for(new_view(), timeout_s=1) is None
+
+
+def test_options_that_are_blank_or_the_same_go_back_to_the_model(
+    relay: Relay, model: ScriptedRuntime
+) -> None:
+    same = {
+        "tool_calls": [{"name": "clarify", "input": {"question": "?", "options": ["a", " a "]}}]
+    }
+    asked: list[ClarifyRequest] = []
+    model.add(same, {"text": "ok"})
+    turn = relay.ask("revenue", clarifier=lambda request: asked.append(request))
+    (result,) = turn.tool_results
+    assert result.is_error and "2 to 4 different, non-empty options" in result.content
+    assert asked == []  # nobody was asked to choose between one thing
