@@ -129,10 +129,9 @@ def render_catalog(
     when not all fit (default: :class:`~relay_nb.connectors.sql.ranking.LexicalRanker`).
     """
     if sample_values:
-        parts = _lines(catalog, sample_values, sample_value_chars)
+        parts, bare = _lines(catalog, sample_values, sample_value_chars)
     else:  # the common case: per catalog, computed once
-        parts = per_catalog(catalog, _LINES, lambda: _lines(catalog, {}, 0))
-    bare = {name: part.text(**_BARE) for name, part in parts.items()}
+        parts, bare = per_catalog(catalog, _LINES, lambda: _lines(catalog, {}, 0))
     bare_chars = len(LEGEND) + sum(len(line) + 1 for line in bare.values())
     for table_comments, column_comments, profiles in _STEPS:
         flags = {
@@ -149,9 +148,10 @@ def render_catalog(
 
 def _lines(
     catalog: Catalog, samples: Mapping[str, Sequence[str]], sample_chars: int
-) -> dict[str, _Line]:
-    """Every table's pieces, by qualified name."""
-    return {t.qualified_name: _line(catalog, t, samples, sample_chars) for t in catalog.tables}
+) -> tuple[dict[str, _Line], dict[str, str]]:
+    """Every table's pieces, and its bare line (no comments, no profile), by qualified name."""
+    parts = {t.qualified_name: _line(catalog, t, samples, sample_chars) for t in catalog.tables}
+    return parts, {name: part.text(**_BARE) for name, part in parts.items()}
 
 
 def _render_ranked(
