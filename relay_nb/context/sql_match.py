@@ -99,22 +99,19 @@ def _tree(sql: str, dialect: str) -> Any:
 def _bare(sql: str, dialect: str) -> Any:
     """``sql`` parsed with every column's table qualifier removed."""
     tree = _tree(sql, dialect)
-    if tree is None:
-        return None
-    from sqlglot import exp
-
-    tree = tree.copy()
-    for column in tree.find_all(exp.Column):
-        column.set("table", None)
-    return tree
+    return None if tree is None else _unqualified(tree)
 
 
 def _key(node: Any, dialect: str) -> str:
     """A node written without table qualifiers, normalized: what two spellings share."""
+    return _unqualified(node).sql(dialect=dialect, normalize=True, comments=False)
+
+
+def _unqualified(node: Any) -> Any:
+    """A copy of ``node`` whose columns (itself included) name no table."""
     from sqlglot import exp
 
     copy = node.copy()
-    for column in [copy, *copy.find_all(exp.Column)]:
-        if isinstance(column, exp.Column):
-            column.set("table", None)
-    return copy.sql(dialect=dialect, normalize=True, comments=False)
+    for column in copy.find_all(exp.Column):  # walks ``copy`` itself too
+        column.set("table", None)
+    return copy

@@ -11,6 +11,7 @@ no tags construct Python objects.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -74,7 +75,10 @@ def load_knowledge_with_file(
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read knowledge file {str(path)!r}: {exc}") from None
     if path.suffix.lower() == ".json" and '"dbt_schema_version"' in text[:2000]:
-        return knowledge_from_dbt(path), None
+        try:  # a manifest is large: read as JSON, once, never through the YAML parser
+            return knowledge_from_dbt(json.loads(text)), None
+        except ValueError as exc:
+            raise ConfigurationError(f"cannot read dbt manifest {path.name!r}: {exc}") from None
     knowledge, imported = _parsed(text, where=path.name)
     return knowledge, None if imported else path
 

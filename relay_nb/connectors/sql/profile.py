@@ -167,6 +167,8 @@ Run = Callable[[str, float], list[tuple[Any, ...]]]
 _BATCH = 128
 """Columns per statement: a round trip and a plan per batch, not per table (SQLite allows
 500 compound terms). A values statement returns at most ``_BATCH * max_values`` rows."""
+_STATEMENT_TIMEOUT_S = 5.0
+"""At most this long for one statement, within what the pass's time budget has left."""
 MAX_ROWS = _BATCH * 50
 """The most rows one profiling statement may return (``max_values`` is at most 50); the
 caller fails a statement that returns more, and its batch is split."""
@@ -278,11 +280,9 @@ def _run_batches(
         yield from rows
 
 
-_STATEMENT_TIMEOUT_S = 5.0
-
-
 class _Statements:
-    """The two statements, written for one catalog's dialect."""
+    """The three statements (statistics, values, exact bounds), written for one catalog's
+    dialect."""
 
     def __init__(
         self, catalog: Catalog, settings: ProfileSettings, quote: Callable[[str], str]

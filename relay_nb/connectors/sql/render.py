@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from relay_nb.connectors.sql.profile import column_kind
 from relay_nb.connectors.sql.ranking import SchemaRanker, per_catalog, rank_tables, search_tables
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, ForeignKey, TableInfo
 from relay_nb.runtime.types import estimate_tokens
@@ -299,15 +300,10 @@ def _profile_text(column: ColumnInfo) -> str:
             used += len(literal) + 1
         more = ",…" if len(listed) < len(profile.values) else ""
         return f" ∈ {{{','.join(listed)}{more}}}" if listed else ""
-    if profile.low and profile.high and _is_temporal(column.type):
+    if profile.low and profile.high and column_kind(column.type) == "temporal":
         low, high = profile.low[:10], profile.high[:10]  # the days: what time windows need
         return f" {low}..{high}" if low != high else f" {low}"
     return ""
-
-
-def _is_temporal(type_: str) -> bool:
-    lowered = type_.lower()
-    return ("date" in lowered or "time" in lowered) and "interval" not in lowered
 
 
 @lru_cache(maxsize=1024)
