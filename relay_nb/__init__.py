@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "ConnectorError": "relay_nb.errors",
     "UnsafeQueryError": "relay_nb.errors",
     "QueryExecutionError": "relay_nb.errors",
+    "QueryTimeoutError": "relay_nb.errors",
     # knowledge
     "Knowledge": "relay_nb.knowledge",
     "VerifiedQuery": "relay_nb.knowledge",
@@ -161,6 +162,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
         InvocationError,
         ModelRequestsBlocked,
         QueryExecutionError,
+        QueryTimeoutError,
         RelayError,
         UnsafeQueryError,
     )

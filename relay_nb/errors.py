@@ -11,6 +11,7 @@ credentials::
     └── ConnectorError            a connector could not do what was asked
         ├── UnsafeQueryError      the guard refused a query (rule + message), nothing ran
         └── QueryExecutionError   the database refused or failed a guarded query
+            └── QueryTimeoutError the query ran past its time bound and was stopped
 
     KeyboardInterrupt
     └── Cancelled                 a synchronous call stopped by Ctrl-C or the stop button
@@ -31,6 +32,7 @@ __all__ = [
     "InvocationErrorCode",
     "ModelRequestsBlocked",
     "QueryExecutionError",
+    "QueryTimeoutError",
     "RelayError",
     "UnsafeQueryError",
 ]
@@ -133,6 +135,11 @@ class UnsafeQueryError(ConnectorError):
 class QueryExecutionError(ConnectorError):
     """The database refused or failed a guarded query; the message is the driver's, scrubbed
     of credentials."""
+
+
+class QueryTimeoutError(QueryExecutionError):
+    """A guarded query ran longer than its connector's statement timeout and was stopped
+    (an evaluation counts it as a timeout, not a wrong query)."""
 
 
 def _rebuild_invocation_error(cls, code, message, retryable, retry_after_s):

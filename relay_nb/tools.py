@@ -20,15 +20,23 @@ import time
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from relay_nb.errors import ConfigurationError, RelayError
+from relay_nb.errors import ConfigurationError, QueryTimeoutError, RelayError, UnsafeQueryError
 from relay_nb.redaction import redact
 
-__all__ = ["TOOL_NAME", "Tool", "ToolHandler", "ToolResult", "short_float", "tool_from_function"]
+__all__ = [
+    "TOOL_NAME",
+    "Failure",
+    "Tool",
+    "ToolHandler",
+    "ToolResult",
+    "short_float",
+    "tool_from_function",
+]
 
 _MAX_ERROR_CHARS = 600
 _MAX_RESULT_CHARS = 4000
@@ -40,6 +48,11 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 model first sees it and rejects the whole request."""
 
 
+Failure = Literal["refused", "timeout", "error", "denied", "cancelled"]
+"""Why a tool call failed: the guard refused it; it ran past its time bound; it failed
+(bad input, a database error, a bug); its approval was denied; the turn was cancelled."""
+
+
 class ToolResult(BaseModel):
     """What a tool call produced: ``content`` goes to the model, ``artifact`` stays local."""
 
@@ -47,6 +60,9 @@ class ToolResult(BaseModel):
 
     content: str
     is_error: bool = False
+    failure: Failure | None = None
+    """Set with ``is_error`` by :meth:`Tool.run` (None on an error result a handler returned
+    itself: read as ``"error"``)."""
     artifact: Any = None
     """Kept for the notebook (e.g. a QueryResult with the full DataFrame); never sent."""
     elapsed_ms: float = 0.0
@@ -106,7 +122,9 @@ class Tool:
         try:
             arguments = self.input_model.model_validate(raw_input)
         except ValidationError as exc:
-            return ToolResult(content=_validation_message(self.name, exc), is_error=True)
+            return ToolResult(
+                content=_validation_message(self.name, exc), is_error=True, failure="error"
+            )
         try:
             produced = await asyncio.wait_for(
                 _no_exit(self.name, self.handler(arguments)), self.timeout_s
@@ -116,17 +134,28 @@ class Tool:
                 content=f"{self.name} did not finish within {self.timeout_s:g} s and was "
                 "cancelled; simplify the request (fewer rows, a narrower filter) and try again",
                 is_error=True,
+                failure="timeout",
             )
         except _ToolExited as exc:
             return ToolResult(
-                content=_clip(f"{self.name} failed: {redact(str(exc))}"), is_error=True
+                content=_clip(f"{self.name} failed: {redact(str(exc))}"),
+                is_error=True,
+                failure="error",
             )
         except RelayError as exc:  # guard refusals, database errors: the model can fix these
-            return ToolResult(content=_clip(redact(str(exc))), is_error=True)
+            failure: Failure = (
+                "refused"
+                if isinstance(exc, UnsafeQueryError)
+                else "timeout"
+                if isinstance(exc, QueryTimeoutError)
+                else "error"
+            )
+            return ToolResult(content=_clip(redact(str(exc))), is_error=True, failure=failure)
         except Exception as exc:  # a bug in a tool must not end the turn, nor leak secrets
             return ToolResult(
                 content=_clip(f"{self.name} failed: {type(exc).__name__}: {redact(str(exc))}"),
                 is_error=True,
+                failure="error",
             )
         if not isinstance(produced, ToolResult):
             produced = ToolResult(content=str(produced))

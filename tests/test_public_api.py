@@ -39,6 +39,7 @@ def test_exception_tree_matches_the_documented_one():
     assert issubclass(errors.ModelRequestsBlocked, errors.InvocationError)
     assert issubclass(errors.UnsafeQueryError, errors.ConnectorError)
     assert issubclass(errors.QueryExecutionError, errors.ConnectorError)
+    assert issubclass(errors.QueryTimeoutError, errors.QueryExecutionError)
     assert issubclass(errors.ConnectorError, errors.RelayError)
     # an interrupt stays an interrupt; IPython shows it as one line
     assert issubclass(errors.Cancelled, KeyboardInterrupt)
@@ -51,6 +52,7 @@ def test_exception_tree_matches_the_documented_one():
         errors.ConnectorError,
         errors.UnsafeQueryError,
         errors.QueryExecutionError,
+        errors.QueryTimeoutError,
     )
     for cls in documented:
         assert cls.__name__ in errors.__doc__

@@ -6,7 +6,7 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from relay_nb.errors import QueryExecutionError, UnsafeQueryError
+from relay_nb.errors import QueryExecutionError, QueryTimeoutError, UnsafeQueryError
 from relay_nb.tools import Tool, ToolResult
 
 
@@ -50,7 +50,7 @@ async def test_invalid_input_is_an_error_result_naming_the_field():
         raise AssertionError("must not run")
 
     result = await make(handler).run({"limit": "many"})
-    assert result.is_error
+    assert result.is_error and result.failure == "error"
     assert "invalid input for query_shop" in result.content
     assert "sql" in result.content and "limit" in result.content
 
@@ -62,10 +62,16 @@ async def test_guard_and_database_errors_go_back_to_the_model():
     async def failed(args: Args) -> str:
         raise QueryExecutionError("the database refused the query: no such column: x")
 
+    async def late(args: Args) -> str:
+        raise QueryTimeoutError("the query ran longer than 1 s and was stopped")
+
     refused = await make(unsafe).run({"sql": "DROP TABLE x"})
     assert refused.is_error and refused.content == "not_a_query: only SELECT is allowed"
     broken = await make(failed).run({"sql": "SELECT x"})
     assert broken.is_error and "no such column" in broken.content
+    stopped = await make(late).run({"sql": "SELECT x"})
+    # why each failed, for an evaluation's reasons (the model reads only the content)
+    assert (refused.failure, broken.failure, stopped.failure) == ("refused", "error", "timeout")
 
 
 async def test_timeout_is_an_error_result():
@@ -75,6 +81,7 @@ async def test_timeout_is_an_error_result():
 
     result = await make(slow, timeout_s=0.05).run({"sql": "SELECT 1"})
     assert result.is_error and "did not finish within 0.05 s" in result.content
+    assert result.failure == "timeout"
 
 
 async def test_unexpected_exceptions_are_contained_and_scrubbed(monkeypatch):

@@ -58,7 +58,7 @@ from relay_nb.runtime.types import (
 )
 from relay_nb.tools import Tool
 
-__all__ = ["FinishReason", "ToolOutcome", "TurnResult", "run_turn"]
+__all__ = ["FinishReason", "ToolOutcome", "TurnResult", "first_request", "run_turn"]
 
 logger = logging.getLogger("relay_nb.agent")
 
@@ -100,6 +100,7 @@ class _Turn:
         self.services = services
         self.turn_id = turn_id
         self.abort = abort
+        self.started = time.perf_counter()
         runtime = services.runtime
         self.tools = _index_tools(services.tools)
         self.specs = [ToolSpec(**tool.spec()) for tool in services.tools]
@@ -108,8 +109,9 @@ class _Turn:
         """Drive the runtime through the ``next_step`` adapter (see next_step.py)."""
         self.next_step = next_step_spec(self.specs) if self.single_tool else None
         self.streaming = caps.streaming
-        self.limits = services.accountant.limits(settings.caps)
-        """This turn's caps and the session's, with their meters (fed active or not)."""
+        self.limits = [*services.accountant.limits(settings.caps), *services.limits]
+        """This turn's caps, the session's and any shared ones (a run's), with their meters
+        (fed active or not)."""
         self.active_limits = [limit for limit in self.limits if limit.caps.active]
         self.approver = services.approver_for(settings.approval)
         self.events: list[Event] = []
@@ -322,6 +324,7 @@ class _Turn:
                         input=raw.input,
                         content=f"invalid next_step: {problem}",
                         is_error=True,
+                        failure="error",
                     )
                 )
         if not calls and not problems:
@@ -383,6 +386,7 @@ class _Turn:
             warnings=self.warnings,
             messages=messages,
             settings=self.settings,
+            elapsed_ms=(time.perf_counter() - self.started) * 1000,
         )
 
 
@@ -436,6 +440,28 @@ async def _system_prompt(
         ContextResolvedEvent(sources=resolved.sources, token_estimate=resolved.token_estimate)
     )
     return assemble_system_prompt(system_prompt, resolved.kept)
+
+
+async def first_request(
+    question: str,
+    services: TurnServices,
+    settings: TurnSettings | None = None,
+    *,
+    system_prompt: str = "",
+    connector_ids: Sequence[str] = (),
+) -> InvocationRequest:
+    """The first model request :func:`run_turn` would send for ``question`` — the system
+    prompt with its resolved context, the question, the tools — built without calling the
+    model or checking caps: what an evaluation's cost estimate is made of."""
+    turn = _Turn(settings or TurnSettings(), services, turn_id="estimate", abort=None)
+    system = await _system_prompt(turn, question, system_prompt, connector_ids)
+    head = [Message.system(system)] if system else []
+    tools = [turn.next_step] if turn.next_step is not None else turn.specs
+    return InvocationRequest(
+        messages=[*head, Message.user(question)],
+        tools=tools,
+        max_output_tokens=turn.settings.max_output_tokens,
+    )
 
 
 async def run_turn(

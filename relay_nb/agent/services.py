@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from relay_nb.agent.accounting import Accountant
 from relay_nb.agent.approval import Approver, approve_all
+from relay_nb.agent.caps import UsageLimit
 from relay_nb.agent.events import Event
 from relay_nb.agent.settings import Approval
 from relay_nb.context import ContextResolver
@@ -39,6 +40,9 @@ class TurnServices:
     approver: Approver | None = None
     """Asked about tools that need approval when the settings say ``approval="ask"``."""
     on_event: EventSink | None = None
+    limits: Sequence[UsageLimit] = ()
+    """Caps shared beyond the turn and the session, e.g. an evaluation run's total (one
+    meter that every turn of the run feeds and plans against)."""
 
     def approver_for(self, approval: Approval) -> Approver | None:
         """Who decides under ``approval``: the approver; everyone (``allow``); nobody

@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from relay_nb.agent.accounting import NO_USAGE, Accountant
 from relay_nb.agent.approval import Approver
-from relay_nb.agent.batching import BatchGate
+from relay_nb.agent.caps import UsageLimit
 from relay_nb.agent.charts import CHART_TOOL, ResultStore, chart_tool
 from relay_nb.agent.clarify import CLARIFY_TOOL, Clarifier, clarify_tool
+from relay_nb.agent.compaction import compact_history
 from relay_nb.agent.events import Event
-from relay_nb.agent.history import History, digest
-from relay_nb.agent.loop import TurnResult, run_turn
+from relay_nb.agent.history import History
+from relay_nb.agent.loop import TurnResult, first_request, run_turn
+from relay_nb.agent.many import INDEPENDENT, AsksMany
 from relay_nb.agent.prompt import base_prompt
 from relay_nb.agent.routing import ModelRouter, ModelSetting
 from relay_nb.agent.services import EventSink, TurnServices
@@ -49,10 +49,10 @@ from relay_nb.context import (
     allocate_budget,
 )
 from relay_nb.context.connector_documents import has_documents
-from relay_nb.errors import ConfigurationError, InvocationError
+from relay_nb.errors import ConfigurationError
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import ModelRuntime
-from relay_nb.runtime.types import Message, Usage
+from relay_nb.runtime.types import InvocationRequest, Message, Usage
 from relay_nb.tools import Tool
 
 if TYPE_CHECKING:
@@ -62,14 +62,8 @@ __all__ = ["Session"]
 
 logger = logging.getLogger("relay_nb.agent")
 
-_MEMORY_WORDS = 250
-_INDEPENDENT: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "relay_nb_independent_question", default=False
-)
-"""Set inside ask_many's turns: they must not see the conversation's memory either."""
 
-
-class Session:
+class Session(AsksMany):
     """One analyst's conversation; see the module docstring.
 
     ``model`` is the session layer's model (``settings`` the rest of that layer: see
@@ -348,58 +342,21 @@ class Session:
                 with contextlib.suppress(Exception):
                     await task
 
-    async def ask_many(
-        self,
-        questions: Sequence[str],
-        call: Mapping[str, Any] | None = None,
-        *,
-        concurrency: int = 4,
-        batch: bool = False,
-        batch_timeout_s: float | None = None,
-    ) -> list[TurnResult]:
-        """Answer independent questions concurrently; results in question order.
-
-        ``batch=True`` sends the model calls through the runtime's physical batch (the
-        Message Batches API on Anthropic: half price, minutes to hours of latency) — for
-        offline evaluation runs. The history is neither read nor extended; every call goes
-        through the session's accountant (total, caps, ledger) like any other.
-        """
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigurationError(f"concurrency must be at least 1, got {concurrency!r}")
-        if isinstance(questions, str):
-            raise ConfigurationError("ask_many takes a list of questions; use ask() for one")
-        questions = list(questions)
-        blank = [i for i, q in enumerate(questions) if not isinstance(q, str) or not q.strip()]
-        if blank:
-            raise ConfigurationError(f"questions at positions {blank} are empty or not text")
-        planned = self.plan({**(call or {}), "batch": batch or None})
-        gate = None
-        if batch and questions:
-            runtime = self.runtime_for(planned[0])
-            gate = BatchGate(runtime, active=len(questions), timeout=batch_timeout_s)
-        limit = asyncio.Semaphore(len(questions) if gate is not None else concurrency)
-
-        async def one(question: str) -> TurnResult:
-            _INDEPENDENT.set(True)  # this task only: the memory source reads it
-            async with limit:
-                try:
-                    return await self._turn(question, planned, history=[], runtime=gate)
-                finally:
-                    if gate is not None:
-                        gate.leave()
-
-        tasks = [asyncio.ensure_future(one(q)) for q in questions]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            # one failed or we were cancelled: stop the others (their statements too), and
-            # do not leave a submitted batch running and billing
-            for task in tasks:
-                task.cancel()
-            await asyncio.shield(asyncio.wait(tasks))
-            if gate is not None:
-                await asyncio.shield(gate.cancel())
-            raise
+    async def first_request(
+        self, question: str, call: Mapping[str, Any] | None = None, scope: str | None = None
+    ) -> InvocationRequest:
+        """The first model request a question asked with ``call`` (on the connector
+        ``scope``) would send — prompt, context, tools — built without calling the model:
+        what a cost estimate multiplies."""
+        planned = self._scoped(self.plan(call), [scope], 1)[0]
+        settings, active, connector_ids = planned
+        return await first_request(
+            question,
+            self._services(planned),
+            settings,
+            system_prompt=base_prompt(active),
+            connector_ids=connector_ids,
+        )
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -443,7 +400,7 @@ class Session:
         return tools
 
     def _memory(self) -> str | None:
-        return None if _INDEPENDENT.get() else self.history.memory
+        return None if INDEPENDENT.get() else self.history.memory
 
     def _turn_lock(self) -> asyncio.Lock:
         """One question at a time on this loop; a new loop (each sync ``ask``) gets a new
@@ -476,19 +433,16 @@ class Session:
         approver: Approver | None = None,
         clarifier: Clarifier | None = None,
         runtime: ModelRuntime | None = None,
+        limits: Sequence[UsageLimit] = (),
     ) -> TurnResult:
         settings, active, connector_ids = planned
-        self.connectors.refresh_stale(connector_ids)  # drops expired schemas; reads nothing
-        tools = self._tools_for(active, connector_ids)
-        if clarifier is not None and all(tool.name != CLARIFY_TOOL for tool in tools):
-            tools = [*tools, clarify_tool(clarifier)]
-        services = TurnServices(
-            runtime=runtime or self.runtime_for(settings),
-            tools=tools,
-            resolver=self.resolver,
-            accountant=self.accountant,
-            approver=approver or self.approver,
-            on_event=self._sink(on_event),
+        services = self._services(
+            planned,
+            on_event=on_event,
+            approver=approver,
+            clarifier=clarifier,
+            runtime=runtime,
+            limits=limits,
         )
         result = await run_turn(
             question,
@@ -508,6 +462,33 @@ class Session:
                     logger.warning("notes of source %s failed: %r", source.name, exc)
         return result
 
+    def _services(
+        self,
+        planned: tuple[TurnSettings, list[Skill], list[str]],
+        *,
+        on_event: EventSink | None = None,
+        approver: Approver | None = None,
+        clarifier: Clarifier | None = None,
+        runtime: ModelRuntime | None = None,
+        limits: Sequence[UsageLimit] = (),
+    ) -> TurnServices:
+        """The services one planned turn works with (its tools, the clarify tool when
+        someone can answer it, the runtime its settings choose)."""
+        settings, active, connector_ids = planned
+        self.connectors.refresh_stale(connector_ids)  # drops expired schemas; reads nothing
+        tools = self._tools_for(active, connector_ids)
+        if clarifier is not None and all(tool.name != CLARIFY_TOOL for tool in tools):
+            tools = [*tools, clarify_tool(clarifier)]
+        return TurnServices(
+            runtime=runtime or self.runtime_for(settings),
+            tools=tools,
+            resolver=self.resolver,
+            accountant=self.accountant,
+            approver=approver or self.approver,
+            on_event=self._sink(on_event),
+            limits=limits,
+        )
+
     def _remember(self, result: TurnResult) -> None:
         self.history.add_turn(result.messages, result.tool_results)
         self.turns.append(result)
@@ -521,44 +502,16 @@ class Session:
         its usage goes to the session total, :attr:`compaction_usage` and the ledger.
         """
         settings = self.settings
-        budget = allocate_budget(settings.context_window).history
-        if self.history.tokens() <= budget:
-            return
-        older, _newer = self.history.split_for_compaction(budget)
-        if not older:
-            return
-        memory_tokens = max(64, budget // 4)
-        memory = (
-            await self._model_summary(older, settings.model) if self.compact_with_model else None
+        model = settings.model
+        used = await compact_history(
+            self.history,
+            self.accountant,
+            budget=allocate_budget(settings.context_window).history,
+            summarizer=(
+                (lambda: self._router(model).runtime_for("fast"))
+                if self.compact_with_model
+                else None
+            ),
         )
-        if memory is None or len(memory) // 4 > memory_tokens:
-            memory = digest(older, self.history.memory, memory_tokens)
-        self.history.apply_compaction(older, memory)
-
-    async def _model_summary(self, older: Sequence[Message], model: ModelSetting) -> str | None:
-        """The model's notes on ``older`` (fast tier), or None (then the digest is used).
-
-        The summary is a model call like any other: the session cap holds (planned by the
-        accountant), and it is billed and recorded like a turn's call.
-        """
-        request = self.history.compaction_request(older, _MEMORY_WORDS)
-        accountant = self.accountant
-        limits = accountant.limits()
-        try:
-            runtime = self._router(model).runtime_for("fast")
-            plan = accountant.plan(limits, request, runtime=runtime)
-            if plan.stop_reason is not None:
-                logger.info("history compaction used the digest: %s", plan.stop_reason)
-                return None
-            if plan.max_output_tokens != request.max_output_tokens:
-                request = request.model_copy(update={"max_output_tokens": plan.max_output_tokens})
-            result = await runtime.invoke(request)
-        except (InvocationError, ConfigurationError) as exc:
-            logger.info("history compaction fell back to the digest: %s", exc)
-            return None
-        priced, _warnings = accountant.charge(result, request, limits=limits)
-        self.compaction_usage = self.compaction_usage + priced
-        turn_id = f"compaction-{uuid.uuid4().hex[:12]}"
-        await accountant.record(result, priced, turn_id=turn_id, step=0)
-        text = result.output_text.strip()
-        return text or None
+        if used is not None:
+            self.compaction_usage = self.compaction_usage + used

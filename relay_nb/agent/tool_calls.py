@@ -25,7 +25,7 @@ from relay_nb.agent.approval import ApprovalRequest, Approver, ask_approver
 from relay_nb.agent.events import Event, ToolAwaitingApprovalEvent
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import ToolCall
-from relay_nb.tools import Tool, ToolResult
+from relay_nb.tools import Failure, Tool, ToolResult
 
 __all__ = ["CANCELLED_RESULT", "ToolOutcome", "current_tool_call_id", "execute_calls"]
 
@@ -53,6 +53,8 @@ class ToolOutcome(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
     content: str
     is_error: bool = False
+    failure: Failure | None = None
+    """Why it failed (refused, timeout, error, denied, cancelled); None when it did not."""
     artifact: Any = None
     """E.g. a QueryResult with the full DataFrame; never sent to the model."""
     elapsed_ms: float = 0.0
@@ -81,7 +83,7 @@ async def execute_calls(
             return [_cancelled(c) for c in calls], True
         approved, reason = decision
         if not approved:
-            verdicts[call.id] = ToolResult(content=reason, is_error=True)
+            verdicts[call.id] = ToolResult(content=reason, is_error=True, failure="denied")
     tasks = [
         asyncio.ensure_future(_run_one(call, tools)) if call.id not in verdicts else None
         for call in calls
@@ -166,7 +168,9 @@ async def _run_one(call: ToolCall, tools: Mapping[str, Tool]) -> ToolOutcome:
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         result = ToolResult(
-            content=f"unknown tool {call.name!r}; available tools: {known}", is_error=True
+            content=f"unknown tool {call.name!r}; available tools: {known}",
+            is_error=True,
+            failure="error",
         )
     else:
         try:
@@ -174,7 +178,9 @@ async def _run_one(call: ToolCall, tools: Mapping[str, Tool]) -> ToolOutcome:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # Tool.run already catches; a custom subclass might not
-            result = ToolResult(content=f"{call.name} failed: {type(exc).__name__}", is_error=True)
+            result = ToolResult(
+                content=f"{call.name} failed: {type(exc).__name__}", is_error=True, failure="error"
+            )
     return _outcome(call, result)
 
 
@@ -185,6 +191,7 @@ def _outcome(call: ToolCall, result: ToolResult) -> ToolOutcome:
         input=call.input,
         content=result.content,
         is_error=result.is_error,
+        failure=(result.failure or "error") if result.is_error else None,
         artifact=result.artifact,
         elapsed_ms=result.elapsed_ms,
     )
@@ -197,4 +204,5 @@ def _cancelled(call: ToolCall) -> ToolOutcome:
         input=call.input,
         content=CANCELLED_RESULT,
         is_error=True,
+        failure="cancelled",
     )

@@ -49,6 +49,8 @@ class TurnResult(BaseModel):
     settings: TurnSettings = Field(default_factory=TurnSettings)
     """What the turn was allowed to do, merged from its layers (``settings.origin(name)``
     says which layer set a value)."""
+    elapsed_ms: float = 0.0
+    """Wall time from the question to the answer (context, model calls, tools)."""
 
     def __repr__(self) -> str:
         """One line, so ``relay.ask(...)`` as a cell's last line does not print every event

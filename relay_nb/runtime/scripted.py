@@ -5,6 +5,12 @@ A script is a list of steps; each invocation consumes the next one. A step is an
 ``{"error": {"code": ...}}``), or a callable ``request -> result | dict`` (sync or async) for
 answers that depend on what the model was shown. Every request is kept in ``requests`` so a
 test can assert on the exact prompt.
+
+``by_question`` gives each question its own steps: a request is answered by the question it
+belongs to (its last user message) and how many model replies that question already has, so
+concurrent turns (``ask_many``, an evaluation run) and repeated questions each get their own
+script in order, whatever order they run in. A question it does not name takes the next
+shared step. In a script file: ``{"by_question": {"How many orders?": [steps]}, "steps": []}``.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import inspect
 import itertools
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,17 +97,24 @@ class ScriptedRuntime(BaseRuntime):
         model: str = "scripted",
         id: str = "scripted",
         stream_chunk_chars: int = 16,
+        by_question: Mapping[str, Sequence[ScriptStep]] | None = None,
     ) -> None:
         self.id = id
         self.model = model
         self.stream_chunk_chars = stream_chunk_chars
         self._steps: deque[ScriptStep] = deque(_check_step(s, i) for i, s in enumerate(script))
+        self.by_question: dict[str, list[ScriptStep]] = {
+            question.strip(): [_check_step(s, i) for i, s in enumerate(steps)]
+            for question, steps in (by_question or {}).items()
+        }
         self.requests: list[InvocationRequest] = []
         self._call_ids = itertools.count(1)
 
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> ScriptedRuntime:
-        """Load a JSON script: the same list of step dicts, e.g. ``[{"text": "hi"}]``."""
+        """Load a JSON script: the same list of step dicts, e.g. ``[{"text": "hi"}]``, or an
+        object ``{"by_question": {question: [steps]}, "steps": [shared steps], "model":
+        name}`` (the model name its answers report, e.g. to price them)."""
         path = Path(path).expanduser()
         try:
             steps = json.loads(path.read_text(encoding="utf-8"))
@@ -112,8 +125,23 @@ class ScriptedRuntime(BaseRuntime):
                 f"script file {str(path)!r} is not valid JSON (line {exc.lineno}); "
                 'it must hold a list of steps such as [{"text": "..."}]'
             ) from None
+        if isinstance(steps, dict) and set(steps) <= {"by_question", "steps", "model"}:
+            if isinstance(steps.get("model"), str):
+                options.setdefault("model", steps["model"])
+            by_question, steps = steps.get("by_question") or {}, steps.get("steps") or []
+            if not isinstance(by_question, dict) or not all(
+                isinstance(v, list) for v in by_question.values()
+            ):
+                raise ConfigurationError(
+                    f"script file {str(path)!r}: by_question must map each question to a list "
+                    "of steps"
+                )
+            options.setdefault("by_question", by_question)
         if not isinstance(steps, list):
-            raise ConfigurationError(f"script file {str(path)!r} must hold a JSON list of steps")
+            raise ConfigurationError(
+                f"script file {str(path)!r} must hold a JSON list of steps or an object with "
+                '"by_question" and "steps"'
+            )
         options.setdefault("id", f"scripted:{path}")
         return cls(steps, **options)
 
@@ -143,9 +171,7 @@ class ScriptedRuntime(BaseRuntime):
         self, request: InvocationRequest, *, on_text: TextCallback | None
     ) -> InvocationResult:
         self.requests.append(request)
-        if not self._steps:
-            raise InvocationError("RUNTIME_FAILURE", NO_STEP_LEFT, False)
-        step = self._steps.popleft()
+        step = self._step_for(request)
         result = (await self._materialise(step, request)).model_copy(
             update={"simulated": self.simulated}
         )
@@ -154,6 +180,25 @@ class ScriptedRuntime(BaseRuntime):
             for start in range(0, len(text), size):
                 on_text(text[start : start + size])
         return result
+
+    def _step_for(self, request: InvocationRequest) -> ScriptStep:
+        """The question's own next step when ``by_question`` names it, else the next shared
+        step; none left is a ``RUNTIME_FAILURE`` that says so."""
+        if self.by_question:
+            question, replies = _question_and_replies(request)
+            steps = self.by_question.get(question)
+            if steps is not None:
+                if replies < len(steps):
+                    return steps[replies]
+                raise InvocationError(
+                    "RUNTIME_FAILURE",
+                    f"the scripted model's script for {question[:80]!r} has {len(steps)} "
+                    "step(s) and all were used",
+                    False,
+                )
+        if not self._steps:
+            raise InvocationError("RUNTIME_FAILURE", NO_STEP_LEFT, False)
+        return self._steps.popleft()
 
     async def invoke_batch(
         self,
@@ -220,6 +265,17 @@ class ScriptedRuntime(BaseRuntime):
             stop_reason=step.stop_reason or ("tool_use" if calls else "end_turn"),
             warnings=step.warnings,
         )
+
+
+def _question_and_replies(request: InvocationRequest) -> tuple[str, int]:
+    """The request's question (its last user message given as text) and how many assistant
+    messages follow it: the index of the step that answers this request."""
+    for index in range(len(request.messages) - 1, -1, -1):
+        message = request.messages[index]
+        if message.role == "user" and isinstance(message.content, str):
+            later = request.messages[index + 1 :]
+            return message.content.strip(), sum(m.role == "assistant" for m in later)
+    return "", 0
 
 
 def _estimated_usage(request: InvocationRequest, text: str, calls: list[ToolCall]) -> Usage:

@@ -12,6 +12,7 @@ from relay_nb.runtime import (
     InvocationRequest,
     InvocationResult,
     Message,
+    ToolCall,
     ToolChoice,
     ToolSpec,
     Usage,
@@ -229,3 +230,48 @@ def test_total_tokens_counts_cache_reads_and_writes():
     usage = Usage(input_tokens=4, output_tokens=10, cache_read_tokens=1500, cache_write_tokens=40)
     assert usage.total_tokens == 1554
     assert Usage(input_tokens=4, output_tokens=10, total_tokens=99).total_tokens == 99
+
+
+# -- by_question: each question its own script, in order, whatever order turns run in --------
+
+
+async def test_by_question_answers_each_question_from_its_own_steps_in_any_order():
+    runtime = ScriptedRuntime(
+        [{"text": "shared"}],
+        by_question={"How many?": [{"text": "a1"}, {"text": "a2"}], " Which? ": [{"text": "b1"}]},
+    )
+    second = InvocationRequest(
+        messages=[Message.user("How many?"), Message.assistant("a1"), Message.user("more")]
+    )
+    assert (await runtime.invoke(second)).output_text == "shared"  # a later user message
+    follow_up = InvocationRequest(
+        messages=[
+            Message.user("How many?"),
+            Message.assistant("", [ToolCall(id="c1", name="q", input={})]),
+            Message.tool_result("c1", "42"),
+        ]
+    )
+    assert (await runtime.invoke(follow_up)).output_text == "a2"
+    assert (await runtime.invoke(ask("Which?"))).output_text == "b1"
+    assert (await runtime.invoke(ask("How many?"))).output_text == "a1"  # asked again
+    with pytest.raises(InvocationError, match="script for 'Which\\?' has 1 step"):
+        await runtime.invoke(
+            InvocationRequest(messages=[Message.user("Which?"), Message.assistant("b1")])
+        )
+    with pytest.raises(InvocationError, match="no answer left"):
+        await runtime.invoke(ask("Unscripted?"))
+
+
+def test_a_script_file_may_hold_questions_their_steps_and_a_model(tmp_path):
+    path = tmp_path / "answers.json"
+    path.write_text(
+        json.dumps({"model": "claude-sonnet-4-6", "by_question": {"q": [{"text": "a"}]}})
+    )
+    runtime = ScriptedRuntime.from_file(path)
+    assert runtime.model == "claude-sonnet-4-6" and list(runtime.by_question) == ["q"]
+    path.write_text(json.dumps({"by_question": {"q": {"text": "a"}}}))
+    with pytest.raises(ConfigurationError, match="by_question must map each question to a list"):
+        ScriptedRuntime.from_file(path)
+    path.write_text(json.dumps({"by_question": {"q": [{"txt": "a"}]}}))
+    with pytest.raises(ConfigurationError, match="scripted step 0: txt"):
+        ScriptedRuntime.from_file(path)

@@ -43,7 +43,7 @@ from relay_nb.connectors.sql.readonly import (
 )
 from relay_nb.connectors.sql.render import describe_tables, render_catalog
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
-from relay_nb.errors import ConfigurationError, QueryExecutionError
+from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
 from relay_nb.tools import Tool, ToolResult
 
@@ -351,7 +351,7 @@ class SQLConnector(Connector):
         if isinstance(exc, DatabaseUnavailable):
             return self._unavailable_error(exc)
         if (cancel.cancelled and cancel.reason == "timeout") or _is_server_timeout(exc):
-            return QueryExecutionError(
+            return QueryTimeoutError(
                 f"the query ran longer than {self.statement_timeout_s:g} s and was stopped; "
                 "make it cheaper (filter earlier, aggregate, avoid cross joins)"
             )
