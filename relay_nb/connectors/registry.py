@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -28,6 +29,9 @@ from relay_nb.connectors.base import Connector
 from relay_nb.errors import ConfigurationError, ConnectorError, RelayError
 from relay_nb.redaction import redact
 from relay_nb.tools import Tool
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DEFAULT_SCHEMA_TTL_S", "ConnectorRegistry", "ConnectorStatus", "check_reachable"]
 
@@ -249,6 +253,17 @@ class ConnectorRegistry(Mapping[str, Connector]):
                 )
             )
         return rows
+
+    def status_frame(self) -> pd.DataFrame:
+        """:meth:`statuses` as a DataFrame: id, type, target, objects, status."""
+        import pandas as pd
+
+        columns = ["id", "type", "target", "objects", "status"]
+        rows = [
+            {**s.model_dump(include=set(columns)), "objects": ", ".join(s.objects)}
+            for s in self.statuses()
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
 
 def check_reachable(connector: Connector, timeout_s: float) -> None:

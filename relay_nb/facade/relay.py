@@ -40,6 +40,7 @@ from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.call_options import LedgerSetting, call_layer, first_problem, ledger_from
 from relay_nb.facade.config import apply_config, build_skill, load_config
+from relay_nb.facade.evaluation import Evaluates
 from relay_nb.facade.knowledge import KnowledgeInput, attach, save_verified
 from relay_nb.facade.loop_thread import run_sync
 from relay_nb.facade.targets import connector_for
@@ -63,8 +64,9 @@ open_relays: weakref.WeakSet[Relay] = weakref.WeakSet()
 """Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
 
 
-class Relay:
-    """Connect data, ask questions, see what each answer cost.
+class Relay(Evaluates):
+    """Connect data, ask questions, see what each answer cost (and, with :meth:`evaluate`,
+    how often the answers are right).
 
     ``model``: a profile (``"anthropic:claude-sonnet-4-6"``), a kind routed by tier
     (``"anthropic"``, ``"claude-code"``), a runtime object, or None for the first of
@@ -248,19 +250,7 @@ class Relay:
     def connector_status(self) -> pd.DataFrame:
         """One row per connector: id, type, target (passwords masked), what it holds
         (tables, collections, endpoints) and whether its schema could be read."""
-        import pandas as pd
-
-        rows = [
-            {
-                "id": s.id,
-                "type": s.type,
-                "target": s.target,
-                "objects": ", ".join(s.objects),
-                "status": s.status,
-            }
-            for s in self._engine.connectors.statuses()
-        ]
-        return pd.DataFrame(rows, columns=["id", "type", "target", "objects", "status"])
+        return self._engine.connectors.status_frame()
 
     @property
     def schema_ttl_s(self) -> float | None:

@@ -1,0 +1,468 @@
+"""What an evaluation run found: accuracy overall and per tag, a row per attempt, the misses
+with their reasons, what it cost — and what changed since the previous run of the bank.
+
+An :class:`EvalReport` is plain data (pydantic), so it is saved as JSON (under
+``$RELAY_DATA_DIR/evals/``, see :func:`eval_dir`), loaded back, and compared with another
+run of the same bank (:meth:`EvalReport.compare` → :class:`EvalDiff`). It shows itself as
+a DataFrame (``.df``), a terminal summary (``.summary()``) and a static HTML table in a
+notebook (``_repr_html_``: no widgets, so a saved notebook keeps it).
+
+A question is *right* in a run when more than half of its attempts are (one attempt unless
+``--repeat``); a regression diff compares questions by id on that verdict.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from relay_nb.agent.ledger import default_ledger_path
+from relay_nb.errors import ConfigurationError
+from relay_nb.redaction import redact
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Attempt", "EvalDiff", "EvalEstimate", "EvalReport", "Reason", "eval_dir"]
+
+Reason = Literal[
+    "refused",
+    "error",
+    "no query",
+    "timeout",
+    "missing rows",
+    "extra rows",
+    "wrong values",
+    "wrong order",
+    "column mismatch",
+    "over the cost cap",
+    "gold failed",
+]
+"""Why an attempt is not right. ``gold failed``: the bank's own expected result could not
+be computed (its SQL failed or was cut at the row limit) — a bank problem, left out of the
+accuracy."""
+
+
+def eval_dir() -> Path:
+    """Where runs are saved: ``evals/`` beside the usage ledger (``$RELAY_DATA_DIR``, else
+    the XDG data folder)."""
+    return default_ledger_path().parent / "evals"
+
+
+class Attempt(BaseModel):
+    """One question asked once, and how its answer scored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question_id: str
+    question: str
+    tags: tuple[str, ...] = ()
+    attempt: int = 1
+    correct: bool
+    reason: Reason | None = None
+    detail: str = ""
+    sql: str = ""
+    """The SQL the answer's result came from (or the last one tried)."""
+    answer: str = ""
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    latency_ms: float = 0.0
+    model: str = ""
+
+    @property
+    def scored(self) -> bool:
+        return self.reason != "gold failed"
+
+
+class EvalEstimate(BaseModel):
+    """What a run should cost, shown before it starts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    questions: int
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    model: str
+    basis: str = ""
+
+    def line(self) -> str:
+        cost = "cost unknown" if self.cost_usd is None else f"≈ ${self.cost_usd:.4f}"
+        return (
+            f"estimate: {self.attempts} attempt(s) of {self.questions} question(s) with "
+            f"{self.model or 'the model'}: ≈ {self.input_tokens:,} in / "
+            f"{self.output_tokens:,} out tokens, {cost} ({self.basis})"
+        )
+
+
+class EvalReport(BaseModel):
+    """A finished run (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=False)
+
+    bank: str
+    bank_digest: str = ""
+    bank_path: str = ""
+    model: str = ""
+    simulated: str | None = None
+    """``scripted``/``replayed`` when no model answered: costs are estimates, not spent."""
+    started_at: dt.datetime = Field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    elapsed_s: float = 0.0
+    concurrency: int = 1
+    repeat: int = 1
+    batch: bool = False
+    max_cost_usd: float | None = None
+    estimate: EvalEstimate | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    path: str = ""
+    """Where the report was saved ("" until :meth:`save`)."""
+
+    # -- figures ----------------------------------------------------------------------------
+
+    @property
+    def scored(self) -> list[Attempt]:
+        return [a for a in self.attempts if a.scored]
+
+    @property
+    def correct(self) -> int:
+        return sum(a.correct for a in self.scored)
+
+    @property
+    def accuracy(self) -> float | None:
+        """Right attempts over scored ones (a gold failure is not scored); None if none."""
+        scored = self.scored
+        return self.correct / len(scored) if scored else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        costs = [a.cost_usd for a in self.attempts]
+        return None if any(c is None for c in costs) else round(sum(costs), 6)  # type: ignore[arg-type]
+
+    @property
+    def tokens(self) -> int:
+        return sum(a.input_tokens + a.output_tokens for a in self.attempts)
+
+    def verdicts(self) -> dict[str, bool]:
+        """Per question id: right in this run (more than half of its attempts right)."""
+        tally: dict[str, list[bool]] = {}
+        for a in self.scored:
+            tally.setdefault(a.question_id, []).append(a.correct)
+        return {qid: sum(v) * 2 > len(v) for qid, v in tally.items()}
+
+    def consistency(self) -> float | None:
+        """With repeats: the share of questions whose attempts all agree (all right or all
+        wrong); None for a single attempt each."""
+        if self.repeat < 2:
+            return None
+        tally: dict[str, set[bool]] = {}
+        for a in self.scored:
+            tally.setdefault(a.question_id, set()).add(a.correct)
+        return sum(len(v) == 1 for v in tally.values()) / len(tally) if tally else None
+
+    def reasons(self) -> Counter[str]:
+        """How many attempts missed for each reason."""
+        return Counter(a.reason for a in self.attempts if a.reason is not None)
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """One row per attempt: question, verdict, reason, SQL, tokens, cost, latency."""
+        import pandas as pd
+
+        columns = [
+            "question_id",
+            "question",
+            "attempt",
+            "correct",
+            "reason",
+            "detail",
+            "sql",
+            "tags",
+            "steps",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "latency_ms",
+        ]
+        rows = [
+            {**a.model_dump(include=set(columns)), "tags": ", ".join(a.tags)} for a in self.attempts
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def by_tag(self) -> pd.DataFrame:
+        """Accuracy per tag (a question counts under each of its tags), best first."""
+        import pandas as pd
+
+        tally: dict[str, list[int]] = {}
+        for a in self.scored:
+            for tag in a.tags or ("(untagged)",):
+                counts = tally.setdefault(tag, [0, 0])
+                counts[0] += a.correct
+                counts[1] += 1
+        rows = [
+            {"tag": tag, "attempts": n, "correct": right, "accuracy": right / n}
+            for tag, (right, n) in tally.items()
+        ]
+        frame = pd.DataFrame(rows, columns=["tag", "attempts", "correct", "accuracy"])
+        return frame.sort_values(["accuracy", "tag"], ascending=[False, True], ignore_index=True)
+
+    # -- showing ----------------------------------------------------------------------------
+
+    def headline(self) -> str:
+        accuracy = self.accuracy
+        shown = "n/a" if accuracy is None else f"{accuracy:.1%}"
+        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        if self.simulated:
+            cost += f" ({self.simulated}, not spent)"
+        parts = [
+            f"{self.bank}: accuracy {shown} ({self.correct}/{len(self.scored)})",
+            f"model {self.model or '?'}",
+            f"{self.tokens:,} tokens",
+            cost,
+            f"{self.elapsed_s:.1f} s",
+        ]
+        consistency = self.consistency()
+        if consistency is not None:
+            repeats = f"{self.repeat} attempts each"
+            parts.insert(1, f"consistent on {consistency:.0%} of questions ({repeats})")
+        return " · ".join(parts)
+
+    def summary(self, *, misses: int = 20) -> str:
+        """The terminal report: the headline, reasons, per-tag accuracy and the misses."""
+        lines = [self.headline()]
+        if self.estimate is not None:
+            lines.append(f"  {self.estimate.line()}")
+        reasons = self.reasons()
+        if reasons:
+            lines.append("  misses: " + ", ".join(f"{r} {n}" for r, n in reasons.most_common()))
+        tags = self.by_tag()
+        if len(tags) > 1 or (len(tags) == 1 and tags.iloc[0]["tag"] != "(untagged)"):
+            lines.append(
+                "  by tag: "
+                + ", ".join(
+                    f"{row.tag} {row.accuracy:.0%} ({row.correct}/{row.attempts})"
+                    for row in tags.itertuples()
+                )
+            )
+        wrong = [a for a in self.attempts if not a.correct]
+        for a in wrong[:misses]:
+            attempt = f" #{a.attempt}" if self.repeat > 1 else ""
+            detail = f" — {a.detail}" if a.detail else ""
+            lines.append(f"  ✗ {a.question_id}{attempt}: {a.reason}{detail}")
+        if len(wrong) > misses:
+            lines.append(f"  … and {len(wrong) - misses} more misses (report.df has them all)")
+        if self.path:
+            lines.append(f"  saved: {self.path}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<EvalReport {self.headline()}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.summary())
+
+    def _repr_html_(self) -> str:
+        return _report_html(self)
+
+    # -- storing ----------------------------------------------------------------------------
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write the report as JSON (default: a new file in :func:`eval_dir`); secrets are
+        redacted. Returns the file."""
+        if path is None:
+            stamp = self.started_at.strftime("%Y%m%d-%H%M%S-%f")
+            path = eval_dir() / f"{_slug(self.bank)}-{stamp}.json"
+        target = Path(path).expanduser()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.path = str(target)
+        data = redact(self.model_dump(mode="json"))
+        scratch = target.with_name(f".{target.name}.tmp")
+        scratch.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+        scratch.replace(target)
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalReport:
+        target = Path(path).expanduser()
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigurationError(f"no saved evaluation at {str(target)!r}") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigurationError(f"cannot read evaluation {str(target)!r}: {exc}") from None
+        report = cls.model_validate(data)
+        report.path = str(target)
+        return report
+
+    def previous(self, directory: str | Path | None = None) -> EvalReport | None:
+        """The latest saved run of the same bank (by name) that started before this one."""
+        folder = Path(directory) if directory is not None else eval_dir()
+        earlier = []
+        for candidate in folder.glob(f"{_slug(self.bank)}-*.json"):
+            if self.path and Path(self.path) == candidate:
+                continue
+            try:
+                report = EvalReport.load(candidate)
+            except (ConfigurationError, ValueError):
+                continue
+            if report.bank == self.bank and report.started_at < self.started_at:
+                earlier.append(report)
+        return max(earlier, key=lambda r: r.started_at) if earlier else None
+
+    def compare(self, previous: EvalReport | str | Path | None = None) -> EvalDiff:
+        """What changed since ``previous`` (a report or its file; default: the previous
+        saved run of this bank)."""
+        if previous is None:
+            previous = self.previous()
+            if previous is None:
+                raise ConfigurationError(
+                    f"no earlier saved run of bank {self.bank!r} in {eval_dir()}; run it once "
+                    "more to compare, or pass the run to compare with"
+                )
+        elif not isinstance(previous, EvalReport):
+            previous = EvalReport.load(previous)
+        return EvalDiff.between(previous, self)
+
+
+class EvalDiff(BaseModel):
+    """Two runs of a bank side by side: the questions that flipped and the deltas."""
+
+    model_config = ConfigDict(frozen=True)
+
+    before: str
+    after: str
+    same_bank: bool
+    """False when the questions or expected results changed between the runs."""
+    accuracy_before: float | None
+    accuracy_after: float | None
+    cost_before: float | None
+    cost_after: float | None
+    fixed: list[str] = Field(default_factory=list)
+    """Question ids wrong before, right now."""
+    broken: list[str] = Field(default_factory=list)
+    """Question ids right before, wrong now."""
+    added: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    reasons: dict[str, str] = Field(default_factory=dict)
+    """For each broken question, why it is wrong now."""
+
+    @classmethod
+    def between(cls, before: EvalReport, after: EvalReport) -> EvalDiff:
+        old, new = before.verdicts(), after.verdicts()
+        why = {a.question_id: a.reason or "" for a in after.attempts if not a.correct}
+        broken = [q for q in new if q in old and old[q] and not new[q]]
+        return cls(
+            before=_label(before),
+            after=_label(after),
+            same_bank=before.bank_digest == after.bank_digest,
+            accuracy_before=before.accuracy,
+            accuracy_after=after.accuracy,
+            cost_before=before.cost_usd,
+            cost_after=after.cost_usd,
+            fixed=[q for q in new if q in old and new[q] and not old[q]],
+            broken=broken,
+            added=[q for q in new if q not in old],
+            removed=[q for q in old if q not in new],
+            reasons={q: why.get(q, "") for q in broken},
+        )
+
+    @property
+    def accuracy_delta(self) -> float | None:
+        if self.accuracy_before is None or self.accuracy_after is None:
+            return None
+        return self.accuracy_after - self.accuracy_before
+
+    @property
+    def cost_delta(self) -> float | None:
+        if self.cost_before is None or self.cost_after is None:
+            return None
+        return round(self.cost_after - self.cost_before, 6)
+
+    def summary(self) -> str:
+        delta = self.accuracy_delta
+        accuracy = (
+            "accuracy n/a"
+            if delta is None
+            else f"accuracy {self.accuracy_before:.1%} → {self.accuracy_after:.1%} "
+            f"({delta * 100:+.1f} points)"
+        )
+        cost = (
+            "cost n/a"
+            if self.cost_delta is None
+            else f"cost ${self.cost_before:.4f} → ${self.cost_after:.4f} ({self.cost_delta:+.4f})"
+        )
+        lines = [f"since {self.before}: {accuracy}; {cost}"]
+        if not self.same_bank:
+            lines.append("  note: the bank's questions or expected results changed in between")
+        for qid in self.broken:
+            lines.append(f"  ✗ now wrong: {qid} ({self.reasons.get(qid) or 'wrong'})")
+        lines += [f"  ✓ now right: {qid}" for qid in self.fixed]
+        if self.added:
+            lines.append(f"  new questions: {', '.join(self.added)}")
+        if self.removed:
+            lines.append(f"  removed questions: {', '.join(self.removed)}")
+        if not (self.broken or self.fixed):
+            lines.append("  no question changed its verdict")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<EvalDiff {self.summary().splitlines()[0]}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.summary())
+
+    def _repr_html_(self) -> str:
+        lines = self.summary().splitlines()
+        items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines[1:])
+        return (
+            f'<div class="relay-eval-diff"><p><b>{html.escape(lines[0])}</b></p>'
+            f"<ul>{items}</ul></div>"
+        )
+
+
+def _label(report: EvalReport) -> str:
+    return f"{report.model or '?'} at {report.started_at:%Y-%m-%d %H:%M}"
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:60] or "bank"
+
+
+def _report_html(report: EvalReport) -> str:
+    """A static table: the headline, accuracy per tag, and every attempt (misses first)."""
+    esc = html.escape
+    tags = report.by_tag()
+    tag_rows = "".join(
+        f"<tr><td>{esc(str(r.tag))}</td><td>{r.correct}/{r.attempts}</td>"
+        f"<td>{r.accuracy:.0%}</td></tr>"
+        for r in tags.itertuples()
+    )
+    ordered = sorted(report.attempts, key=lambda a: (a.correct, a.question_id, a.attempt))
+    rows = []
+    for a in ordered:
+        mark = "✓" if a.correct else "✗"
+        cost = "?" if a.cost_usd is None else f"${a.cost_usd:.4f}"
+        why = esc(a.reason or "") + (f" — {esc(a.detail)}" if a.detail else "")
+        rows.append(
+            f"<tr><td>{mark}</td><td>{esc(a.question_id)}</td><td>{esc(a.question)}</td>"
+            f"<td>{why}</td><td><code>{esc(a.sql)}</code></td>"
+            f"<td>{a.input_tokens + a.output_tokens:,}</td><td>{cost}</td>"
+            f"<td>{a.latency_ms:,.0f} ms</td></tr>"
+        )
+    return (
+        '<div class="relay-eval">'
+        f"<p><b>{esc(report.headline())}</b></p>"
+        "<table><thead><tr><th>tag</th><th>right</th><th>accuracy</th></tr></thead>"
+        f"<tbody>{tag_rows}</tbody></table>"
+        "<table><thead><tr><th></th><th>id</th><th>question</th><th>reason</th><th>SQL</th>"
+        "<th>tokens</th><th>cost</th><th>latency</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )

@@ -1,0 +1,116 @@
+"""``relay.evaluate(bank)``: the facade's way into :mod:`relay_nb.eval`.
+
+A mixin of :class:`~relay_nb.facade.relay.Relay` (its own module, so the conversation
+object's file stays about conversation): the run uses the relay's connectors, model and
+caps, asks the bank's questions as independent turns (the conversation is neither read nor
+extended), and saves the report beside the usage ledger so the next run can be compared
+with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from relay_nb.agent.routing import ModelSetting
+from relay_nb.eval.bank import QuestionBank, load_bank
+from relay_nb.eval.report import EvalEstimate, EvalReport
+from relay_nb.eval.run import EvalProgress, estimate_eval, run_eval
+from relay_nb.facade.loop_thread import run_sync
+
+if TYPE_CHECKING:
+    from relay_nb.agent.session import Session
+
+__all__ = ["Evaluates"]
+
+BankInput = QuestionBank | str | Path
+
+
+class Evaluates:
+    """``evaluate``, ``evaluate_async`` and ``estimate`` for :class:`Relay`."""
+
+    _engine: Session
+
+    def evaluate(
+        self,
+        bank: BankInput,
+        *,
+        model: ModelSetting = None,
+        concurrency: int = 4,
+        repeat: int = 1,
+        max_cost_usd: float | None = None,
+        batch: bool = False,
+        batch_timeout_s: float | None = None,
+        save: bool | str | Path = True,
+        on_estimate: Callable[[EvalEstimate], None] | None = None,
+        on_progress: Callable[[EvalProgress], None] | None = None,
+    ) -> EvalReport:
+        """Ask every question of ``bank`` (a YAML/JSONL/CSV file or a ``QuestionBank``)
+        ``repeat`` times, at most ``concurrency`` at once (``batch``: through the runtime's
+        physical batch), and score each answer against the bank's expected result.
+
+        ``max_cost_usd`` caps the whole run; ``on_estimate`` sees what it should cost before
+        it starts, ``on_progress`` each finished attempt. ``save``: True writes the report
+        under ``$RELAY_DATA_DIR/evals/`` (a path: there; False: nowhere).
+        ``report.compare()`` then diffs it against the previous run of the bank.
+        """
+        coroutine = self.evaluate_async(
+            bank,
+            model=model,
+            concurrency=concurrency,
+            repeat=repeat,
+            max_cost_usd=max_cost_usd,
+            batch=batch,
+            batch_timeout_s=batch_timeout_s,
+            save=save,
+            on_estimate=on_estimate,
+            on_progress=on_progress,
+        )
+        return run_sync(coroutine)
+
+    async def evaluate_async(
+        self,
+        bank: BankInput,
+        *,
+        model: ModelSetting = None,
+        concurrency: int = 4,
+        repeat: int = 1,
+        max_cost_usd: float | None = None,
+        batch: bool = False,
+        batch_timeout_s: float | None = None,
+        save: bool | str | Path = True,
+        on_estimate: Callable[[EvalEstimate], None] | None = None,
+        on_progress: Callable[[EvalProgress], None] | None = None,
+    ) -> EvalReport:
+        """``await relay.evaluate_async(bank)``: :meth:`evaluate` on the caller's loop."""
+        loaded = load_bank(bank)
+        estimate = await estimate_eval(
+            self._engine, loaded, model=model, repeat=repeat, batch=batch
+        )
+        if on_estimate is not None:
+            on_estimate(estimate)
+        report = await run_eval(
+            self._engine,
+            loaded,
+            model=model,
+            concurrency=concurrency,
+            repeat=repeat,
+            max_cost_usd=max_cost_usd,
+            batch=batch,
+            batch_timeout_s=batch_timeout_s,
+            estimate=estimate,
+            on_progress=on_progress,
+        )
+        if save is not False:
+            report.save(None if save is True else save)
+        return report
+
+    def estimate(
+        self, bank: BankInput, *, model: ModelSetting = None, repeat: int = 1, batch: bool = False
+    ) -> EvalEstimate:
+        """What :meth:`evaluate` should cost on ``bank`` (nothing is asked; the estimate's
+        ``basis`` says what it assumes)."""
+        return run_sync(
+            estimate_eval(self._engine, load_bank(bank), model=model, repeat=repeat, batch=batch)
+        )
