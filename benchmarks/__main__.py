@@ -32,6 +32,7 @@ BENCHMARKS = (
     "dataframe_connector",
     "concurrency",
     "schema_linking",
+    "eval_throughput",
 )
 
 

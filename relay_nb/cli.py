@@ -3,9 +3,11 @@
 ``relay-nb demo`` builds a sample shop database and asks it three questions end to end
 (offline with a scripted model when none is configured; see :mod:`relay_nb.demo`);
 ``--notebook`` writes and executes the quickstart notebook instead.
-``relay-nb invoke PROFILE QUESTION`` sends one question and prints the answer with its usage
-receipt; ``relay-nb conformance PROFILE`` checks a runtime against the Relay contract. Both
-take the same profile strings as ``RELAY_MODEL`` (``scripted:PATH`` works offline).
+``relay-nb eval BANK`` measures the answers on a question bank (see
+:mod:`relay_nb.demo.evaluate`). ``relay-nb invoke PROFILE QUESTION`` sends one question and
+prints the answer with its usage receipt; ``relay-nb conformance PROFILE`` checks a runtime
+against the Relay contract. Both take the same profile strings as ``RELAY_MODEL``
+(``scripted:PATH`` works offline).
 """
 
 from __future__ import annotations
@@ -85,6 +87,56 @@ def _build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", metavar="PROFILE", help="e.g. anthropic:claude-haiku-4-5")
     ask.add_argument(
         "--tables", metavar="a,b", help="the only tables (or collections) the model may read"
+    )
+
+    evaluate = commands.add_parser(
+        "eval",
+        help="measure the answers on a question bank (accuracy, reasons, cost)",
+        description=(
+            "Ask every question of BANK (a .yaml, .jsonl or .csv question bank), compare each "
+            "answer's result with the expected one, and print accuracy, the reason for each "
+            "miss and the cost; saved under $RELAY_DATA_DIR/evals/ and compared with the "
+            "previous run of the bank. Exit 1 below --min-accuracy."
+        ),
+    )
+    evaluate.add_argument("bank", metavar="BANK", help="e.g. examples/shop_questions.yaml")
+    evaluate.add_argument(
+        "--model", metavar="PROFILE", help="e.g. anthropic:claude-haiku-4-5, scripted:FILE"
+    )
+    evaluate.add_argument(
+        "--connect",
+        action="append",
+        default=[],
+        metavar="ID=URL",
+        help="connect a connector the bank asks (repeatable; overrides the bank's connectors)",
+    )
+    evaluate.add_argument("--concurrency", type=_positive(int), default=4)
+    evaluate.add_argument(
+        "--repeat", type=_positive(int), default=1, help="ask each question N times"
+    )
+    evaluate.add_argument(
+        "--max-cost", type=_positive(float), metavar="USD", help="cap the whole run's cost"
+    )
+    evaluate.add_argument(
+        "--batch", action="store_true", help="use the runtime's batch API (cheaper, slower)"
+    )
+    evaluate.add_argument(
+        "--min-accuracy", type=float, metavar="FRACTION", help="exit 1 below it, e.g. 0.8"
+    )
+    evaluate.add_argument(
+        "--record", metavar="FILE", help="record every model call for replay:FILE later"
+    )
+    evaluate.add_argument(
+        "--compare", metavar="REPORT", help="a saved report to diff with (default: the last)"
+    )
+    evaluate.add_argument("--no-save", action="store_true", help="do not save the report")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument("--html", metavar="FILE", help="also write the report as HTML")
+    evaluate.add_argument(
+        "--estimate", action="store_true", help="print the cost estimate and stop"
+    )
+    evaluate.add_argument(
+        "--oracle", metavar="FILE", help="write the gold SQL as a scripted model's answers"
     )
 
     invoke = commands.add_parser("invoke", help="send one question to a model runtime")
@@ -168,6 +220,29 @@ def _ask(args: argparse.Namespace) -> int:
     return run_ask(args.target, args.question, model=args.model, tables=tables)
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from relay_nb.demo.evaluate import EvalOptions, run_eval_command
+
+    options = EvalOptions(
+        args.bank,
+        model=args.model,
+        connect=args.connect,
+        concurrency=args.concurrency,
+        repeat=args.repeat,
+        max_cost_usd=args.max_cost,
+        batch=args.batch,
+        min_accuracy=args.min_accuracy,
+        record=args.record,
+        compare=args.compare,
+        save=not args.no_save,
+        output_json=args.json,
+        html=args.html,
+        estimate_only=args.estimate,
+        oracle=args.oracle,
+    )
+    return run_eval_command(options)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from relay_nb.demo.run import run_demo
 
@@ -180,7 +255,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:  # `relay-nb` alone: what it can do, not an error
         parser.print_help()
         return 0
-    handlers = {"ask": _ask, "demo": _demo, "invoke": _invoke, "conformance": _conformance}
+    handlers = {
+        "ask": _ask,
+        "demo": _demo,
+        "eval": _eval,
+        "invoke": _invoke,
+        "conformance": _conformance,
+    }
     handler = handlers[args.command]
     try:
         outcome = handler(args)

@@ -146,3 +146,103 @@ def test_ask_never_prints_the_password_of_the_url(tmp_path):
     assert out.returncode == 0, out.stderr
     assert password and password not in out.stdout + out.stderr
     assert "[REDACTED]@" in out.stdout
+
+
+# -- relay-nb eval --------------------------------------------------------------------------
+
+BANK = ROOT / "examples" / "shop_questions.yaml"
+ANSWERS = ROOT / "examples" / "shop_answers.json"
+
+
+def test_eval_runs_the_shipped_bank_offline_and_prints_accuracy_reasons_and_cost(tmp_path):
+    data = str(tmp_path / "data")
+    out = run("eval", str(BANK), "--model", f"scripted:{ANSWERS}", RELAY_DATA_DIR=data)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("shop: accuracy 66.7% (24/36)")
+    assert "$" in first and "(scripted, not spent)" in first
+    assert "✗ cheapest-tea: refused" in out.stdout
+    assert "✗ dutch-revenue: wrong values" in out.stdout
+    assert out.stderr.startswith("estimate: 36 attempt(s) of 36 question(s)")
+    (saved,) = (tmp_path / "data" / "evals").glob("shop-*.json")
+    assert f"saved: {saved}" in out.stdout
+    # the second run compares itself with the first; below --min-accuracy it exits 1
+    again = run(
+        "eval",
+        str(BANK),
+        "--model",
+        f"scripted:{ANSWERS}",
+        "--min-accuracy",
+        "0.8",
+        RELAY_DATA_DIR=data,
+    )
+    assert again.returncode == 1
+    assert "no question changed its verdict" in again.stdout
+    assert "accuracy 66.7% is below --min-accuracy 80.0%" in again.stderr
+    passing = run(
+        "eval",
+        str(BANK),
+        "--model",
+        f"scripted:{ANSWERS}",
+        "--min-accuracy",
+        "0.6",
+        "--no-save",
+        RELAY_DATA_DIR=data,
+    )
+    assert passing.returncode == 0
+    assert len(list((tmp_path / "data" / "evals").glob("shop-*.json"))) == 2
+
+
+def test_eval_json_html_and_estimate(tmp_path):
+    html = tmp_path / "report.html"
+    out = run(
+        "eval",
+        str(BANK),
+        "--model",
+        f"scripted:{ANSWERS}",
+        "--json",
+        "--html",
+        str(html),
+        "--no-save",
+        "--repeat",
+        "2",
+        "--concurrency",
+        "8",
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["accuracy"] == 24 / 36 and len(report["attempts"]) == 72
+    assert report["repeat"] == 2 and report["estimate"]["attempts"] == 72
+    assert html.read_text().startswith("<!doctype html>") and "cheapest-tea" in html.read_text()
+    estimate = run("eval", str(BANK), "--model", f"scripted:{ANSWERS}", "--estimate")
+    assert estimate.returncode == 0 and estimate.stdout == ""
+    assert "with claude-sonnet-4-6" in estimate.stderr and "≈ $" in estimate.stderr
+
+
+def test_eval_oracle_writes_answers_that_score_every_gold_query(tmp_path):
+    oracle = tmp_path / "oracle.json"
+    assert run("eval", str(BANK), "--oracle", str(oracle)).returncode == 0
+    out = run("eval", str(BANK), "--model", f"scripted:{oracle}", "--no-save")
+    assert "misses: error 2" in out.stdout  # the two questions with expected rows have no SQL
+    assert "shop: accuracy 94.4% (34/36)" in out.stdout
+
+
+def test_eval_mistakes_are_one_line_with_the_fix(tmp_path):
+    bad_bank = tmp_path / "b.yaml"
+    bad_bank.write_text("questions:\n  - {question: q}\n")
+    out = run("eval", str(bad_bank), "--model", f"scripted:{ANSWERS}")
+    assert out.returncode == 2 and out.stderr.startswith("relay-nb: b.yaml:2: question 'q'")
+    assert "Traceback" not in out.stderr
+    wrong = run("eval", str(BANK), "--model", f"scripted:{ANSWERS}", "--connect", "shop")
+    assert wrong.returncode == 2 and "--connect takes ID=URL" in wrong.stderr
+    low = run("eval", str(BANK), "--model", f"scripted:{ANSWERS}", "--min-accuracy", "80")
+    assert low.returncode == 2 and "between 0 and 1" in low.stderr
+    missing = run(
+        "eval",
+        str(BANK),
+        "--model",
+        f"scripted:{ANSWERS}",
+        "--connect",
+        f"shop=sqlite:///{tmp_path / 'none.db'}",
+    )
+    assert missing.returncode == 2 and "none.db" in missing.stderr

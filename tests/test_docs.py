@@ -90,6 +90,7 @@ def options_table() -> str:
         "question": "with a question",
         "action": "alone on its line",
         "connect": "with `--connect`",
+        "eval": "with `--eval`",
     }
     lines = ["| Option | What it does | Goes |", "|---|---|---|"]
     for name, option in OPTIONS.items():

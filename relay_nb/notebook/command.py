@@ -37,10 +37,10 @@ class Option:
     values: str
     """Its values' names, space-separated ("" for a flag)."""
     help: str
-    kind: Literal["question", "setting", "action", "connect"] = "question"
+    kind: Literal["question", "setting", "action", "connect", "eval"] = "question"
     """``question`` (goes with a question), ``setting`` (with a question: for it only; alone:
-    for every later question), ``action`` (manages the session, no question) or ``connect``
-    (goes with ``--connect``)."""
+    for every later question), ``action`` (manages the session, no question), ``connect``
+    (goes with ``--connect``) or ``eval`` (goes with ``--eval``)."""
 
     @property
     def arity(self) -> int:
@@ -63,6 +63,8 @@ OPTIONS: dict[str, Option] = {
     "--refresh": Option("", "read every schema again", "action"),
     "--config": Option("FILE", "connect what a relay.config.json lists", "action"),
     "--usage": Option("", "what this session's turns cost", "action"),
+    "--eval": Option("BANK", "score the answers to a question bank (accuracy, reasons)", "action"),
+    "--repeat": Option("N", "with --eval: ask each question N times", "eval"),
     "--verify": Option("", "save the last answer's question and SQL as a verified query", "action"),
     "--history": Option("", "the conversation so far", "action"),
     "--reset": Option("", "forget the conversation (connections and usage kept)", "action"),
@@ -71,7 +73,11 @@ OPTIONS: dict[str, Option] = {
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
-_WHOLE = ("max-steps", "row-limit", "rows")
+_WHOLE = ("max-steps", "row-limit", "rows", "repeat")
+_WITH_ACTION = {"--connect": ("connect",), "--eval": ("eval",)}
+"""Option kinds an action takes besides itself; ``--eval`` also takes ``--max-cost`` (the
+whole run's cap) and ``--out`` (the report's variable)."""
+_EVAL_EXTRAS = ("max-cost", "out")
 
 
 def _spelled(name: str) -> str:
@@ -97,7 +103,7 @@ HELP = "\n".join(
         *(
             f"  {_spelled(name):<24}{option.help}"
             for name, option in OPTIONS.items()
-            if option.kind in ("action", "connect")
+            if option.kind in ("action", "connect", "eval")
         ),
         "",
         "{name} in a question is the notebook variable's value ({{ and }} for braces).",
@@ -109,6 +115,7 @@ HELP = "\n".join(
         "  %relay which customers ordered the most last month?",
         "  %relay --model anthropic:claude-haiku-4-5 --max-cost 0.05",
         "  %relay --out top --sql top 5 products by revenue",
+        "  %relay --eval questions.yaml --repeat 3 --max-cost 2",
     ]
 )
 
@@ -179,9 +186,10 @@ def _check(command: Command) -> None:
         raise UsageError(f"use one of {', '.join(actions)} at a time")
     if actions and command.question:
         raise UsageError(f"{actions[0]} takes no question; ask in a separate %relay")
-    connect_only = [n for n, o in OPTIONS.items() if o.kind == "connect" and n[2:] in options]
-    if connect_only and "connect" not in options:
-        raise UsageError(f"{_listed(connect_only)} with --connect")
+    for kind in ("connect", "eval"):
+        only = [n for n, o in OPTIONS.items() if o.kind == kind and n[2:] in options]
+        if only and kind not in options:
+            raise UsageError(f"{_listed(only)} with --{kind}")
     if not actions and not command.question:
         if not options:
             raise UsageError(f"no question; {USAGE}")
@@ -189,11 +197,14 @@ def _check(command: Command) -> None:
         if with_question:
             raise UsageError(f"{_listed(with_question)} with a question")
     if actions:
-        kinds = ("connect",) if actions[0] == "--connect" else ()
+        kinds = _WITH_ACTION.get(actions[0], ())
+        extras = _EVAL_EXTRAS if actions[0] == "--eval" else ()
         others = [
             f"--{key}"
             for key in options
-            if f"--{key}" != actions[0] and OPTIONS[f"--{key}"].kind not in kinds
+            if f"--{key}" != actions[0]
+            and OPTIONS[f"--{key}"].kind not in kinds
+            and key not in extras
         ]
         if others:
             raise UsageError(f"{actions[0]} takes no {' or '.join(others)}")

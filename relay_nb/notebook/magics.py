@@ -30,6 +30,7 @@ from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.clarify import clarifier_for
 from relay_nb.notebook.command import HELP, IDENTIFIER, Command, interpolate, parse_command
+from relay_nb.notebook.evaluation import run_eval_cell
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
@@ -39,7 +40,7 @@ from relay_nb.views import CallView, describe_usage, status_of
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
 NAMESPACE_SOURCE = "notebook_dataframes"
-_INTERPOLATED = ("connect", "config", "tables", "model")
+_INTERPOLATED = ("connect", "config", "tables", "model", "eval")
 
 
 class RelayCellError(Exception):
@@ -366,6 +367,17 @@ class RelayMagics(Magics):
             priced = sum(t.usage.cost_usd or 0.0 for t in stood_in)
             line += f" (of which ${priced:.4f} for {len(stood_in)} scripted or replayed, not spent)"
         print(line)
+
+    def _eval(self, command: Command) -> None:
+        options = command.options
+        report = run_eval_cell(
+            self._session(),
+            options["eval"],
+            repeat=int(options.get("repeat", 1)),
+            max_cost_usd=float(options["max-cost"]) if "max-cost" in options else None,
+        )
+        if "out" in options:
+            self.shell.user_ns[options["out"]] = report
 
     def _verify(self, command: Command) -> None:
         relay = self._session()
