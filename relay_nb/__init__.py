@@ -82,6 +82,9 @@ _EXPORTS: dict[str, str] = {
     "UnsafeQueryError": "relay_nb.errors",
     "QueryExecutionError": "relay_nb.errors",
     "QueryTimeoutError": "relay_nb.errors",
+    # evaluation
+    "EvalReport": "relay_nb.eval",
+    "load_bank": "relay_nb.eval",
     # knowledge
     "Knowledge": "relay_nb.knowledge",
     "VerifiedQuery": "relay_nb.knowledge",
@@ -166,6 +169,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
         RelayError,
         UnsafeQueryError,
     )
+    from relay_nb.eval import EvalReport, load_bank
     from relay_nb.facade.default import default_relay, session
     from relay_nb.facade.relay import Relay, Turn
     from relay_nb.knowledge import Knowledge, VerifiedQuery, load_knowledge

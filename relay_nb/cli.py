@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import inspect
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -93,8 +94,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "eval",
         help="measure the answers on a question bank (accuracy, reasons, cost)",
         description=(
-            "Ask every question of BANK (a .yaml, .jsonl or .csv question bank), compare each "
-            "answer's result with the expected one, and print accuracy, the reason for each "
+            "Ask every question of BANK (a .yaml, .json, .jsonl or .csv question bank), "
+            "compare each answer's result with the expected one, and print accuracy, the "
+            "reason for each "
             "miss and the cost; saved under $RELAY_DATA_DIR/evals/ and compared with the "
             "previous run of the bank. Exit 1 below --min-accuracy."
         ),
@@ -110,7 +112,9 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="ID=URL",
         help="connect a connector the bank asks (repeatable; overrides the bank's connectors)",
     )
-    evaluate.add_argument("--concurrency", type=_positive(int), default=4)
+    evaluate.add_argument(
+        "--concurrency", type=_positive(int), default=4, help="questions asked at once"
+    )
     evaluate.add_argument(
         "--repeat", type=_positive(int), default=1, help="ask each question N times"
     )
@@ -272,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("relay-nb: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `relay-nb eval … | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -221,7 +221,11 @@ def test_eval_json_html_and_estimate(tmp_path):
 
 def test_eval_oracle_writes_answers_that_score_every_gold_query(tmp_path):
     oracle = tmp_path / "oracle.json"
-    assert run("eval", str(BANK), "--oracle", str(oracle)).returncode == 0
+    wrote = run("eval", str(BANK), "--oracle", str(oracle))
+    assert wrote.returncode == 0
+    assert wrote.stdout.startswith(
+        "wrote the oracle's answers to 34 questions (2 give expected rows, not SQL: no answer)"
+    )
     out = run("eval", str(BANK), "--model", f"scripted:{oracle}", "--no-save")
     assert "misses: error 2" in out.stdout  # the two questions with expected rows have no SQL
     assert "shop: accuracy 94.4% (34/36)" in out.stdout

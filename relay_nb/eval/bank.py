@@ -30,6 +30,7 @@ Every problem is reported at once, each on a line of its own with the file and l
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import io
 import json
@@ -40,7 +41,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.eval.compare import ColumnPolicy
@@ -54,9 +62,21 @@ _ALIASES = {"query": "sql", "SQL": "sql", "db_id": "connector", "question_id": "
 """The public benchmarks' names for a question's keys (Spider, BIRD)."""
 _BENCHMARK_ONLY = ("query_toks", "query_toks_no_value", "question_toks")
 _QUESTION_KEYS = (
-    "id, question, connector, sql, rows, columns, csv, order_matters, column_policy, "
-    "rel_tol, abs_tol, tags, notes"
+    "id",
+    "question",
+    "connector",
+    "sql",
+    "rows",
+    "columns",
+    "csv",
+    "order_matters",
+    "column_policy",
+    "rel_tol",
+    "abs_tol",
+    "tags",
+    "notes",
 )
+_HEADER_KEYS = ("name", "description", "connector", "connectors", "defaults")
 
 
 class BankQuestion(BaseModel):
@@ -94,14 +114,30 @@ class BankQuestion(BaseModel):
             return tuple(t.strip() for t in re.split(r"[;,]", value) if t.strip())
         return value
 
-    @field_validator("rows", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _row_lists(cls, value: Any) -> Any:
-        """Rows as lists; a list of mappings becomes lists in its first row's key order."""
-        if isinstance(value, list) and value and all(isinstance(r, Mapping) for r in value):
-            keys = list(value[0])
-            return [[row.get(k) for k in keys] for row in value]
-        return value
+    def _row_lists(cls, data: Any) -> Any:
+        """Rows given as mappings become lists, in ``columns``' order (else the first row's
+        keys, which then name the columns)."""
+        rows = data.get("rows") if isinstance(data, dict) else None
+        if isinstance(rows, list) and rows and all(isinstance(r, Mapping) for r in rows):
+            keys = list(data.get("columns") or rows[0])
+            return {**data, "columns": keys, "rows": [[row.get(k) for k in keys] for row in rows]}
+        return data
+
+    @model_validator(mode="after")
+    def _rows_fit(self) -> BankQuestion:
+        if self.rows is None:
+            return self
+        widths = {len(row) for row in self.rows}
+        if self.columns is not None:
+            widths.add(len(self.columns))
+        if len(widths) > 1:
+            raise ValueError(
+                "every row needs as many cells as the others (and as columns names): got "
+                + ", ".join(str(w) for w in sorted(widths))
+            )
+        return self
 
     def expected_kind(self) -> str:
         """``"sql"``, ``"rows"`` or ``"csv"``."""
@@ -117,16 +153,37 @@ class QuestionBank(BaseModel):
     questions: tuple[BankQuestion, ...]
     description: str = ""
     connectors: dict[str, str] = Field(default_factory=dict)
-    """Targets to connect when the caller has not (the CLI): ``{id: URL or "demo"}``."""
+    """Targets to connect when the caller has not (the CLI): ``{id: URL or "demo"}``, as
+    written (``${VAR}`` is read when connecting: :meth:`target`)."""
     path: str = ""
+
+    def target(self, connector_id: str) -> str:
+        """The bank's target for ``connector_id``, with ``${VAR}`` read from the environment
+        and a relative SQLite or DuckDB file taken from the bank's folder."""
+        target = _ENV.sub(
+            lambda m: _variable(m.group(1), connector_id), self.connectors[connector_id]
+        )
+        match = re.match(r"^(sqlite|duckdb)(\+\w+)?:///(?!/)(.+)$", target)
+        if match and self.path and match.group(3) != ":memory:":
+            folder = Path(self.path).parent
+            return (
+                f"{match.group(1)}{match.group(2) or ''}:///{(folder / match.group(3)).absolute()}"
+            )
+        return target
 
     @property
     def digest(self) -> str:
         """A hash of the questions and their expected results: two runs of the same digest
         measured the same thing (a regression diff says so when they differ)."""
         data = [q.model_dump(mode="json", exclude={"line"}) for q in self.questions]
-        text = json.dumps(data, sort_keys=True, default=str)
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode())
+        for question in self.questions:  # an edited CSV of expected rows changes the bank
+            if question.csv is not None:
+                try:
+                    digest.update(self.resolve_csv(question).read_bytes())
+                except OSError:
+                    digest.update(b"(unreadable)")
+        return "sha256:" + digest.hexdigest()[:16]
 
     def resolve_csv(self, question: BankQuestion) -> Path:
         """The CSV file of ``question``'s expected rows (relative to the bank's folder)."""
@@ -140,8 +197,8 @@ class QuestionBank(BaseModel):
 
 
 def load_bank(source: str | os.PathLike[str] | QuestionBank) -> QuestionBank:
-    """Read and validate a bank file (``.yaml``/``.yml``, ``.jsonl``, ``.csv``); raises one
-    :class:`~relay_nb.errors.ConfigurationError` listing every problem with its line."""
+    """Read and validate a bank file (``.yaml``/``.yml``, ``.json``, ``.jsonl``, ``.csv``); one
+    :class:`~relay_nb.errors.ConfigurationError` lists every problem with its line."""
     if isinstance(source, QuestionBank):
         return source
     path = Path(source).expanduser()
@@ -185,6 +242,7 @@ def _yaml_entries(text: str, where: str) -> tuple[dict[str, Any], list[tuple[int
         header, questions, node = {}, data, root
     elif isinstance(data, dict):
         header = {k: v for k, v in data.items() if k != "questions"}
+        header["__lines__"] = {k.value: k.start_mark.line + 1 for k, _ in root.value}
         questions = data.get("questions")
         node = next((v for k, v in root.value if k.value == "questions"), None)
         if not isinstance(questions, list) or node is None:
@@ -263,13 +321,15 @@ def _csv_entries(text: str, where: str) -> list[tuple[int, Any]]:
             "result)"
         )
     entries = []
+    start = reader.line_num + 1
     for row in reader:
         entry = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
         if None in row:
             entry["__extra__"] = row[None]
         if "order_matters" in entry:
             entry["order_matters"] = entry["order_matters"].strip().lower() in ("true", "1", "yes")
-        entries.append((reader.line_num, entry))
+        entries.append((start, entry))
+        start = reader.line_num + 1
     return entries
 
 
@@ -279,58 +339,77 @@ def _csv_entries(text: str, where: str) -> list[tuple[int, Any]]:
 def _build(header: dict[str, Any], entries: list[tuple[int, Any]], path: Path) -> QuestionBank:
     where = path.name
     problems: list[str] = []
-    known_header = {"name", "description", "connector", "connectors", "defaults"}
-    for key in sorted(set(header) - known_header):
-        problems.append(f"{where}:1: unknown key {key!r}; a bank has {', '.join(known_header)}")
+    lines = header.pop("__lines__", {})
+    for key in sorted(set(header) - set(_HEADER_KEYS)):
+        problems.append(
+            f"{where}:{lines.get(key, 1)}: unknown key {key!r}{_did_you_mean(key, _HEADER_KEYS)}"
+        )
     defaults = header.get("defaults") or {}
     if not isinstance(defaults, dict):
-        problems.append(f"{where}: defaults must be a mapping of question keys")
+        problems.append(f"{where}:{lines.get('defaults', 1)}: defaults must map question keys")
         defaults = {}
     connectors = header.get("connectors") or {}
     if not isinstance(connectors, dict) or not all(isinstance(v, str) for v in connectors.values()):
-        problems.append(f"{where}: connectors must map each id to a URL (or demo)")
+        problems.append(
+            f"{where}:{lines.get('connectors', 1)}: connectors must map each id to a URL (or demo)"
+        )
         connectors = {}
     default_connector = header.get("connector") or defaults.get("connector")
     if default_connector is None and len(connectors) == 1:
         default_connector = next(iter(connectors))
-    questions: list[BankQuestion] = []
-    seen: dict[str, int] = {}
+    merged_entries: list[tuple[int, int, dict[str, Any]]] = []
     for position, (line, entry) in enumerate(entries, start=1):
         if not isinstance(entry, dict):
-            problems.append(f"{where}:{line}: question {position} is not a mapping")
+            problems.append(f"{where}:{line}: question {position} is not a mapping of keys")
             continue
         merged = {**defaults, **_from_benchmark(entry)}
         if "connector" not in merged and default_connector is not None:
             merged["connector"] = default_connector
+        merged_entries.append((position, line, merged))
+    ids = _default_ids(merged_entries)
+    questions: list[BankQuestion] = []
+    seen: dict[str, int] = {}
+    base = path.parent
+    for position, line, merged in merged_entries:
         name = str(merged.get("id") or merged.get("question") or f"#{position}")[:60]
-        label = f"{where}:{line}: question {name!r}"
-        problem = _entry_problem(merged, connectors)
-        if problem is None:
-            merged.setdefault("id", merged.get("question"))
+        found = _entry_problems(merged, connectors, base)
+        if not found:
+            merged.setdefault("id", ids[position])
             try:
                 question = BankQuestion.model_validate({**merged, "line": line})
             except ValidationError as exc:
-                problem = _pydantic_problem(exc)
+                found = _pydantic_problems(exc)
             else:
                 if question.id in seen:
-                    problem = f"the id is used at line {seen[question.id]} too; ids are unique"
+                    found = [f"the id is used at line {seen[question.id]} too; ids are unique"]
                 else:
                     seen[question.id] = line
                     questions.append(question)
-        if problem is not None:
-            problems.append(f"{label}: {problem}")
+        problems += [f"{where}:{line}: question {name!r}: {problem}" for problem in found]
     if not entries:
         problems.append(f"{where}: the bank has no questions")
     _raise(problems)
-    name = str(header.get("name") or path.stem)
-    expanded = {k: _expand_env(v, where) for k, v in connectors.items()}
     return QuestionBank(
-        name=name,
+        name=str(header.get("name") or path.stem),
         description=str(header.get("description") or ""),
         questions=tuple(questions),
-        connectors=expanded,
+        connectors=dict(connectors),
         path=str(path),
     )
+
+
+def _default_ids(entries: list[tuple[int, int, dict[str, Any]]]) -> dict[int, str]:
+    """A question without an id is named by its text; when two share a text (Spider asks
+    the same thing of several databases), by its text and connector, else its position."""
+    texts = [str(m.get("question") or "") for _, _, m in entries if "id" not in m]
+    ids = {}
+    for position, _line, merged in entries:
+        text = str(merged.get("question") or "").strip()
+        if texts.count(text) == 1:
+            ids[position] = text
+        else:
+            ids[position] = f"{text} @{merged.get('connector')} #{position}"
+    return ids
 
 
 def _from_benchmark(entry: dict[str, Any]) -> dict[str, Any]:
@@ -355,45 +434,65 @@ def _from_benchmark(entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _entry_problem(entry: dict[str, Any], connectors: Mapping[str, str]) -> str | None:
+def _entry_problems(entry: dict[str, Any], connectors: Mapping[str, str], base: Path) -> list[str]:
+    """Everything wrong with one question that its keys alone can tell, all at once."""
+    problems = []
     if "__extra__" in entry:
-        return "the row has more cells than the header has columns"
+        problems.append("the row has more cells than the header has columns")
+    for key in sorted(k for k in entry if k not in _QUESTION_KEYS and k != "__extra__"):
+        problems.append(f"unknown key {key!r}{_did_you_mean(key, _QUESTION_KEYS)}")
     given = [key for key in ("sql", "rows", "csv") if entry.get(key) not in (None, "")]
-    if not entry.get("question"):
-        return "question is missing; write the question as an analyst would ask it"
+    if not str(entry.get("question") or "").strip():
+        problems.append("question is missing; write the question as an analyst would ask it")
     if not given:
-        return "give the expected result: sql (gold SQL), rows (inline) or csv (a file)"
-    if len(given) > 1:
-        return f"give one expected result, not {' and '.join(given)}"
+        problems.append("give the expected result: sql (gold SQL), rows (inline) or csv (a file)")
+    elif len(given) > 1:
+        problems.append(f"give one expected result, not {' and '.join(given)}")
     if not entry.get("connector"):
-        return "connector is missing; name it here or as the bank's connector:"
-    if connectors and entry["connector"] not in connectors:
-        return (
+        problems.append(
+            "connector is missing; give the question a connector (or the bank a default connector)"
+        )
+    elif connectors and entry["connector"] not in connectors:
+        problems.append(
             f"connector {entry['connector']!r} is not among the bank's connectors "
             f"({', '.join(sorted(connectors))})"
         )
     if entry.get("id") is not None and not _ID.match(str(entry["id"])):
-        return "id must be 1-80 letters, digits, '_', '-', '.' or ':'"
-    return None
+        problems.append("id must be 1-80 letters, digits, '_', '-', '.' or ':'")
+    rows = entry.get("rows")
+    if isinstance(rows, list) and rows and not all(isinstance(r, list | Mapping) for r in rows):
+        problems.append("rows is a list of rows, each a list of cells: [[paid], [refunded]]")
+    if isinstance(entry.get("csv"), str) and entry["csv"] and not (base / entry["csv"]).is_file():
+        problems.append(f"csv {entry['csv']!r} does not exist beside the bank ({base})")
+    return problems
 
 
-def _pydantic_problem(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"unknown key {loc!r}; a question has {_QUESTION_KEYS}"
-    return f"{loc}: {first['msg']}"
+def _pydantic_problems(exc: ValidationError) -> list[str]:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{loc}: {message}" if loc else message)
+    return problems
 
 
-def _expand_env(target: str, where: str) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        found = os.environ.get(name)
-        if found is None:
-            raise ConfigurationError(f"{where}: connectors name ${{{name}}}, which is not set")
-        return found
+def _did_you_mean(key: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'sql'?)``, else the keys there are."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f"; the keys are {', '.join(known)}"
 
-    return _ENV.sub(value, target)
+
+def _variable(name: str, connector_id: str) -> str:
+    found = os.environ.get(name)
+    if found is None:
+        raise ConfigurationError(
+            f"the bank's connector {connector_id!r} reads ${{{name}}}, which is not set; set "
+            f"it, or connect {connector_id!r} yourself (relay-nb eval --connect "
+            f"{connector_id}=URL)"
+        )
+    return found
 
 
 def _raise(problems: Sequence[str]) -> None:

@@ -31,7 +31,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from decimal import Decimal
-from itertools import permutations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -43,6 +42,8 @@ MissReason = Literal["column mismatch", "missing rows", "extra rows", "wrong val
 _MAX_ASSIGNMENTS = 5_000
 """Column assignments tried before giving up (only wide results with many look-alike
 columns get near it)."""
+_MAX_STEPS = 50_000
+"""Steps of the search for assignments (each a candidate column tried at one position)."""
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?")
 
 
@@ -101,7 +102,7 @@ def compare_results(
         return Comparison(
             match=False,
             reason="column mismatch",
-            detail=f"{width} columns where the gold result has {gold_width}",
+            detail=f"{_count(width, 'column')} where the gold result has {gold_width}",
         )
     candidates = _candidates(pred_rows, gold_rows, width, gold_width, columns, norm)
     if any(not c for c in candidates):
@@ -111,7 +112,7 @@ def compare_results(
         return Comparison(
             match=False,
             reason="wrong values",
-            detail=f"no column holds the values of {', '.join(missing)}",
+            detail=f"no column holds the values of {', '.join(missing)}{_example(pred, want)}",
         )
     wanted = Counter(gold_rows)
     tried = 0
@@ -149,17 +150,36 @@ def compare_results(
     return Comparison(
         match=False,
         reason="wrong values",
-        detail=f"{len(gold_rows)} rows on both sides, but not the same rows",
+        detail=f"{_count(len(gold_rows), 'row')} on both sides, but not the same rows"
+        + _example(pred, want),
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _example(pred: Table, want: Table) -> str:
+    """`` (expected (2924), got (3200))`` for a one-row result: what to look at first."""
+    if len(want.rows) != 1 or len(pred.rows) != 1:
+        return ""
+
+    def shown(row: tuple[Any, ...]) -> str:
+        text = ", ".join(f"{v:.10g}" if isinstance(v, float) else str(v) for v in row)
+        return text if len(text) <= 60 else text[:59] + "…"
+
+    return f" (expected {shown(want.rows[0])}, got {shown(pred.rows[0])})"
 
 
 def _size_miss(predicted: int, gold: int) -> Comparison:
     if predicted < gold:
         return Comparison(
-            match=False, reason="missing rows", detail=f"{predicted} rows where gold has {gold}"
+            match=False,
+            reason="missing rows",
+            detail=f"{_count(predicted, 'row')} where gold has {gold}",
         )
     return Comparison(
-        match=False, reason="extra rows", detail=f"{predicted} rows where gold has {gold}"
+        match=False, reason="extra rows", detail=f"{_count(predicted, 'row')} where gold has {gold}"
     )
 
 
@@ -184,16 +204,28 @@ def _candidates(
 
 
 def _assignments(candidates: list[list[int]]) -> Iterable[tuple[int, ...]]:
-    """Distinct prediction columns, one per gold column, from each one's candidates."""
-    if all(len(c) == 1 for c in candidates):
-        choice = tuple(c[0] for c in candidates)
-        if len(set(choice)) == len(choice):
-            yield choice
-        return
-    pool = sorted({i for c in candidates for i in c})
-    for choice in permutations(pool, len(candidates)):
-        if all(i in c for i, c in zip(choice, candidates, strict=True)):
-            yield choice
+    """Distinct prediction columns, one per gold column, from each one's candidates: a
+    depth-first search that stops after :data:`_MAX_STEPS` steps, so a wide prediction
+    with many look-alike columns costs a bounded time, not a factorial one."""
+    steps = 0
+    chosen: list[int] = []
+
+    def extend(depth: int) -> Iterable[tuple[int, ...]]:
+        nonlocal steps
+        if depth == len(candidates):
+            yield tuple(chosen)
+            return
+        for column in candidates[depth]:
+            steps += 1
+            if steps > _MAX_STEPS:
+                return
+            if column in chosen:
+                continue
+            chosen.append(column)
+            yield from extend(depth + 1)
+            chosen.pop()
+
+    yield from extend(0)
 
 
 class _Normaliser:
@@ -224,12 +256,18 @@ class _Normaliser:
             return None
         text = str(value).strip()
         if _ISO.fullmatch(text):
-            return _moment(dt.datetime.fromisoformat(text.replace(" ", "T")))
+            try:
+                return _moment(dt.datetime.fromisoformat(text.replace(" ", "T")))
+            except ValueError:  # looks like a date, is not one (MySQL's '0000-00-00')
+                return text
         return text
 
 
 def _moment(value: dt.datetime) -> str:
-    """A timestamp as ISO text; at midnight, its day (so it equals a ``date``)."""
+    """A timestamp as ISO text (in UTC when it has a time zone); at midnight, its day (so it
+    equals a ``date``)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC)
     value = value.replace(tzinfo=None)
     if value.time() == dt.time(0):
         return value.date().isoformat()

@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from relay_nb.agent.ledger import default_ledger_path
 from relay_nb.errors import ConfigurationError
@@ -49,6 +49,10 @@ be computed (its SQL failed or was cut at the row limit) — a bank problem, lef
 accuracy."""
 
 
+_LIMITS = {"detail": 300, "sql": 20_000, "answer": 500}
+"""How much of each text an attempt keeps (after redaction)."""
+
+
 def eval_dir() -> Path:
     """Where runs are saved: ``evals/`` beside the usage ledger (``$RELAY_DATA_DIR``, else
     the XDG data folder)."""
@@ -70,6 +74,8 @@ class Attempt(BaseModel):
     sql: str = ""
     """The SQL the answer's result came from (or the last one tried)."""
     answer: str = ""
+    ran: bool = True
+    """False when the run's cost cap stopped it before it could answer: not scored."""
     steps: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -77,9 +83,28 @@ class Attempt(BaseModel):
     latency_ms: float = 0.0
     model: str = ""
 
+    @field_validator("detail", "sql", "answer")
+    @classmethod
+    def _scrubbed(cls, value: str, info: ValidationInfo) -> str:
+        """Secrets out first, then cut (cutting first could keep a secret's first half)."""
+        value = redact(value)
+        limit = _LIMITS[info.field_name or ""]
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+
+    @field_validator("cost_usd")
+    @classmethod
+    def _micro_dollars(cls, value: float | None) -> float | None:
+        return None if value is None else round(value, 6)
+
+    @field_validator("latency_ms")
+    @classmethod
+    def _tenth_ms(cls, value: float) -> float:
+        return round(value, 1)
+
     @property
     def scored(self) -> bool:
-        return self.reason != "gold failed"
+        """Counted in the accuracy: not a bank problem, and not stopped by the run's cap."""
+        return self.reason != "gold failed" and self.ran
 
 
 class EvalEstimate(BaseModel):
@@ -169,8 +194,9 @@ class EvalReport(BaseModel):
         return sum(len(v) == 1 for v in tally.values()) / len(tally) if tally else None
 
     def reasons(self) -> Counter[str]:
-        """How many attempts missed for each reason."""
-        return Counter(a.reason for a in self.attempts if a.reason is not None)
+        """How many attempts missed for each reason (those the run's cost cap stopped
+        before they answered are :attr:`not_run`, not misses)."""
+        return Counter(a.reason for a in self.attempts if a.reason is not None and a.ran)
 
     @property
     def df(self) -> pd.DataFrame:
@@ -216,12 +242,19 @@ class EvalReport(BaseModel):
 
     # -- showing ----------------------------------------------------------------------------
 
+    @property
+    def not_run(self) -> int:
+        """Attempts the run's cost cap stopped before they could answer."""
+        return sum(not a.ran for a in self.attempts)
+
     def headline(self) -> str:
         accuracy = self.accuracy
         shown = "n/a" if accuracy is None else f"{accuracy:.1%}"
         cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         if self.simulated:
             cost += f" ({self.simulated}, not spent)"
+        if self.estimate is not None and self.estimate.cost_usd is not None:
+            cost += f", estimated ≈ ${self.estimate.cost_usd:.4f}"
         parts = [
             f"{self.bank}: accuracy {shown} ({self.correct}/{len(self.scored)})",
             f"model {self.model or '?'}",
@@ -229,6 +262,8 @@ class EvalReport(BaseModel):
             cost,
             f"{self.elapsed_s:.1f} s",
         ]
+        if self.not_run:
+            parts.insert(1, f"{self.not_run} not run (the run's cost cap)")
         consistency = self.consistency()
         if consistency is not None:
             repeats = f"{self.repeat} attempts each"
@@ -236,10 +271,9 @@ class EvalReport(BaseModel):
         return " · ".join(parts)
 
     def summary(self, *, misses: int = 20) -> str:
-        """The terminal report: the headline, reasons, per-tag accuracy and the misses."""
+        """The terminal report: the headline, reasons, per-tag accuracy and the misses (a
+        miss repeated over attempts once, with how many)."""
         lines = [self.headline()]
-        if self.estimate is not None:
-            lines.append(f"  {self.estimate.line()}")
         reasons = self.reasons()
         if reasons:
             lines.append("  misses: " + ", ".join(f"{r} {n}" for r, n in reasons.most_common()))
@@ -252,16 +286,26 @@ class EvalReport(BaseModel):
                     for row in tags.itertuples()
                 )
             )
-        wrong = [a for a in self.attempts if not a.correct]
-        for a in wrong[:misses]:
-            attempt = f" #{a.attempt}" if self.repeat > 1 else ""
-            detail = f" — {a.detail}" if a.detail else ""
-            lines.append(f"  ✗ {a.question_id}{attempt}: {a.reason}{detail}")
-        if len(wrong) > misses:
-            lines.append(f"  … and {len(wrong) - misses} more misses (report.df has them all)")
+        grouped: Counter[tuple[str, str, str]] = Counter(
+            (a.question_id, a.reason or "", a.detail)
+            for a in self.attempts
+            if not a.correct and a.ran
+        )
+        for (question_id, reason, detail), count in list(grouped.items())[:misses]:
+            times = f" ({count} of {self.repeat} attempts)" if self.repeat > 1 else ""
+            said = f" — {detail}" if detail else ""
+            lines.append(f"  ✗ {question_id}: {reason}{said}{times}")
+        if len(grouped) > misses:
+            lines.append(f"  … and {len(grouped) - misses} more misses (report.df has them all)")
         if self.path:
             lines.append(f"  saved: {self.path}")
         return "\n".join(lines)
+
+    def data(self) -> dict[str, Any]:
+        """The report as JSON-ready data, secrets redacted, with its totals (what
+        :meth:`save` writes and ``relay-nb eval --json`` prints)."""
+        totals = {"accuracy": self.accuracy, "cost_usd": self.cost_usd, "tokens": self.tokens}
+        return redact({**self.model_dump(mode="json"), **totals})
 
     def __repr__(self) -> str:
         return f"<EvalReport {self.headline()}>"
@@ -275,17 +319,17 @@ class EvalReport(BaseModel):
     # -- storing ----------------------------------------------------------------------------
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write the report as JSON (default: a new file in :func:`eval_dir`); secrets are
-        redacted. Returns the file."""
-        if path is None:
+        """Write the report as JSON (secrets redacted) to ``path``: a file, or a folder to
+        put a new file in (default :func:`eval_dir`). Returns the file."""
+        target = Path(path).expanduser() if path is not None else eval_dir()
+        if path is None or target.is_dir() or str(path).endswith(("/", "\\")):
             stamp = self.started_at.strftime("%Y%m%d-%H%M%S-%f")
-            path = eval_dir() / f"{_slug(self.bank)}-{stamp}.json"
-        target = Path(path).expanduser()
+            target = target / f"{_slug(self.bank)}-{stamp}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         self.path = str(target)
-        data = redact(self.model_dump(mode="json"))
         scratch = target.with_name(f".{target.name}.tmp")
-        scratch.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+        text = json.dumps(self.data(), indent=1, ensure_ascii=False)
+        scratch.write_text(text, encoding="utf-8")
         scratch.replace(target)
         return target
 
@@ -298,6 +342,8 @@ class EvalReport(BaseModel):
             raise ConfigurationError(f"no saved evaluation at {str(target)!r}") from None
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigurationError(f"cannot read evaluation {str(target)!r}: {exc}") from None
+        for total in ("accuracy", "cost_usd", "tokens"):  # derived: data() adds them
+            data.pop(total, None)
         report = cls.model_validate(data)
         report.path = str(target)
         return report
@@ -394,11 +440,11 @@ class EvalDiff(BaseModel):
             else f"accuracy {self.accuracy_before:.1%} → {self.accuracy_after:.1%} "
             f"({delta * 100:+.1f} points)"
         )
-        cost = (
-            "cost n/a"
-            if self.cost_delta is None
-            else f"cost ${self.cost_before:.4f} → ${self.cost_after:.4f} ({self.cost_delta:+.4f})"
-        )
+        if self.cost_delta is None:
+            cost = "cost n/a"
+        else:
+            change = round(self.cost_delta, 4) + 0.0  # + 0.0: never "-0.0000"
+            cost = f"cost ${self.cost_before:.4f} → ${self.cost_after:.4f} ({change:+.4f})"
         lines = [f"since {self.before}: {accuracy}; {cost}"]
         if not self.same_bank:
             lines.append("  note: the bank's questions or expected results changed in between")

@@ -46,12 +46,13 @@ from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.eval.bank import BankQuestion, QuestionBank, load_bank, read_expected_csv
 from relay_nb.eval.compare import Table, compare_results
 from relay_nb.eval.report import Attempt, EvalEstimate, EvalReport
-from relay_nb.redaction import redact
 from relay_nb.runtime.types import Usage, estimate_request_tokens
 
 __all__ = ["EvalProgress", "estimate_eval", "run_eval"]
 
 logger = logging.getLogger("relay_nb.eval")
+RUN_CAP = "the run past its cap"
+"""How a turn stopped by the run's shared cap says so (the cap's scope is ``run``)."""
 CALLS_PER_TURN = 3
 """What an estimate assumes a turn makes: a query, a look at its result, the answer."""
 RESULT_TOKENS = 500
@@ -93,6 +94,7 @@ async def estimate_eval(
 ) -> EvalEstimate:
     """What ``bank`` should cost with ``model`` (see the module docstring for the basis)."""
     bank = load_bank(bank)
+    _check_repeat(repeat)
     _check_connectors(engine, bank)
     call = {"model": model} if model is not None else {}
     settings = engine.plan(call)[0]
@@ -137,8 +139,7 @@ async def run_eval(
     report (unsaved). Options as in the module docstring; ``estimate`` is kept in the report
     (the caller showed it before the run)."""
     bank = load_bank(bank)
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ConfigurationError(f"repeat must be a whole number of at least 1, got {repeat!r}")
+    _check_repeat(repeat)
     caps = None
     if max_cost_usd is not None:
         if max_cost_usd <= 0:
@@ -156,7 +157,11 @@ async def run_eval(
 
     def finished(index: int, turn: TurnResult) -> None:
         question = order[index]
-        attempt = score(question, expected[question.id], turn, numbers[index])
+        try:
+            attempt = score(question, expected[question.id], turn, numbers[index])
+        except Exception as exc:  # a scoring bug costs its attempt, never the run
+            logger.warning("scoring %s failed: %r", question.id, exc)
+            attempt = _unscored(question, turn, numbers[index], exc)
         attempts[index] = attempt
         progress.add(attempt)
 
@@ -171,6 +176,7 @@ async def run_eval(
         on_result=finished,
         scopes=[q.connector for q in order],
     )
+    _check_model_usable(turns)
     done = [a for a in attempts if a is not None]
     simulated = next((t.simulated for t in turns if t.simulated), None)
     models = list(dict.fromkeys(t.model for t in turns if t.model))
@@ -193,14 +199,9 @@ async def run_eval(
 
 def score(question: BankQuestion, expected: _Expected, turn: TurnResult, number: int) -> Attempt:
     """One attempt's verdict (see the module docstring)."""
-    reason, detail, sql = None, "", ""
+    reason, detail, sql, ran = None, "", "", True
     prediction = _prediction(turn, question.connector)
-    if turn.finish_reason == "usage_cap":
-        reason, detail = "over the cost cap", _last(turn.warnings)
-    elif turn.finish_reason in ("error", "cancelled") and prediction is None:
-        errors = [e.message for e in turn.events if e.type == "error"]
-        reason, detail = "error", _last(errors) or _last(turn.warnings) or turn.finish_reason
-    elif prediction is not None:
+    if prediction is not None:
         sql = prediction.submitted_sql or prediction.executed_sql
         if prediction.truncated:
             reason, detail = "extra rows", f"the result was cut at {prediction.row_count} rows"
@@ -215,6 +216,12 @@ def score(question: BankQuestion, expected: _Expected, turn: TurnResult, number:
                 abs_tol=question.abs_tol,
             )
             reason, detail = comparison.reason, comparison.detail
+    elif turn.finish_reason == "usage_cap":
+        reason, detail = "over the cost cap", _last(turn.warnings)
+        ran = not any(RUN_CAP in warning for warning in turn.warnings)
+    elif turn.finish_reason in ("error", "cancelled"):
+        errors = [e.message for e in turn.events if e.type == "error"]
+        reason, detail = "error", _last(errors) or _last(turn.warnings) or turn.finish_reason
     else:
         reason, detail, sql = _no_result(turn, question.connector)
     usage = turn.usage
@@ -225,14 +232,30 @@ def score(question: BankQuestion, expected: _Expected, turn: TurnResult, number:
         attempt=number,
         correct=reason is None,
         reason=reason,
-        detail=redact(detail),
-        sql=redact(sql),
-        answer=redact(turn.answer[:500]),
+        detail=detail,
+        sql=sql,
+        answer=turn.answer,
+        ran=ran,
         steps=turn.steps,
         input_tokens=usage.input_tokens or 0,
         output_tokens=usage.output_tokens or 0,
         cost_usd=usage.cost_usd,
-        latency_ms=round(turn.elapsed_ms, 1),
+        latency_ms=turn.elapsed_ms,
+        model=turn.model,
+    )
+
+
+def _unscored(question: BankQuestion, turn: TurnResult, number: int, exc: Exception) -> Attempt:
+    return Attempt(
+        question_id=question.id,
+        question=question.question,
+        tags=question.tags,
+        attempt=number,
+        correct=False,
+        reason="error",
+        detail=f"the result could not be compared: {type(exc).__name__}: {exc}",
+        steps=turn.steps,
+        cost_usd=turn.usage.cost_usd,
         model=turn.model,
     )
 
@@ -249,10 +272,10 @@ def _prediction(turn: TurnResult, connector_id: str) -> Any:
 
 
 def _no_result(turn: TurnResult, connector_id: str) -> tuple[str, str, str]:
-    """Why a turn has no result from the connector: its last failed query there, if any."""
-    tool = f"query_{connector_id}"
+    """Why a turn has no result from the connector: its last failed tool call (a refused or
+    failing query, a tool that does not exist), else that it read something else or nothing."""
     for outcome in reversed(turn.tool_results):
-        if outcome.name == tool and outcome.is_error:
+        if outcome.is_error:
             kind = outcome.failure or "error"
             reason = kind if kind in ("refused", "timeout") else "error"
             sql = str(outcome.input.get("sql") or outcome.input.get("query") or "")
@@ -272,7 +295,7 @@ def _gold_failure(question: BankQuestion, problem: str) -> Attempt | None:
         tags=question.tags,
         correct=False,
         reason="gold failed",
-        detail=redact(problem),
+        detail=problem,
         sql=question.sql or "",
     )
 
@@ -332,13 +355,30 @@ def _orders_outermost(sql: str, dialect: str | None) -> bool:
     return isinstance(tree, exp.Query) and tree.args.get("order") is not None
 
 
+def _check_repeat(repeat: int) -> None:
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigurationError(f"repeat must be a whole number of at least 1, got {repeat!r}")
+
+
+def _check_model_usable(turns: Sequence[TurnResult]) -> None:
+    """A model that refuses the credentials (or has none) fails every question the same
+    way: that is a setup problem to fix, not an accuracy of 0% to save and compare."""
+    for turn in turns:
+        for event in turn.events:
+            if event.type == "error" and event.code == "AUTHENTICATION_FAILED":
+                raise ConfigurationError(
+                    f"the model could not be used, so nothing was scored: {event.message}"
+                )
+
+
 def _check_connectors(engine: Session, bank: QuestionBank) -> None:
     missing = sorted({q.connector for q in bank.questions} - set(engine.connectors))
     if missing:
         have = ", ".join(sorted(engine.connectors)) or "none"
         raise ConfigurationError(
             f"the bank asks connector(s) {', '.join(missing)}, which are not connected "
-            f"(connected: {have}); connect them first, e.g. relay.connect({missing[0]!r}, URL)"
+            f"(connected: {have}); connect {missing[0]!r} first (relay.connect, "
+            "%relay --connect, or relay-nb eval --connect ID=URL)"
         )
 
 

@@ -43,6 +43,7 @@ class Evaluates:
         batch: bool = False,
         batch_timeout_s: float | None = None,
         save: bool | str | Path = True,
+        estimate: EvalEstimate | None = None,
         on_estimate: Callable[[EvalEstimate], None] | None = None,
         on_progress: Callable[[EvalProgress], None] | None = None,
     ) -> EvalReport:
@@ -51,8 +52,9 @@ class Evaluates:
         physical batch), and score each answer against the bank's expected result.
 
         ``max_cost_usd`` caps the whole run; ``on_estimate`` sees what it should cost before
-        it starts, ``on_progress`` each finished attempt. ``save``: True writes the report
-        under ``$RELAY_DATA_DIR/evals/`` (a path: there; False: nowhere).
+        it starts (``estimate``: one :meth:`estimate` made already, not made again),
+        ``on_progress`` each finished attempt. ``save``: True writes the report under
+        ``$RELAY_DATA_DIR/evals/`` (a folder: in it; a file: there; False: nowhere).
         ``report.compare()`` then diffs it against the previous run of the bank.
         """
         coroutine = self.evaluate_async(
@@ -64,6 +66,7 @@ class Evaluates:
             batch=batch,
             batch_timeout_s=batch_timeout_s,
             save=save,
+            estimate=estimate,
             on_estimate=on_estimate,
             on_progress=on_progress,
         )
@@ -80,14 +83,16 @@ class Evaluates:
         batch: bool = False,
         batch_timeout_s: float | None = None,
         save: bool | str | Path = True,
+        estimate: EvalEstimate | None = None,
         on_estimate: Callable[[EvalEstimate], None] | None = None,
         on_progress: Callable[[EvalProgress], None] | None = None,
     ) -> EvalReport:
         """``await relay.evaluate_async(bank)``: :meth:`evaluate` on the caller's loop."""
         loaded = load_bank(bank)
-        estimate = await estimate_eval(
-            self._engine, loaded, model=model, repeat=repeat, batch=batch
-        )
+        if estimate is None:
+            estimate = await estimate_eval(
+                self._engine, loaded, model=model, repeat=repeat, batch=batch
+            )
         if on_estimate is not None:
             on_estimate(estimate)
         report = await run_eval(

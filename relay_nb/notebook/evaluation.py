@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 
 from relay_nb.errors import RelayError
-from relay_nb.eval import EvalProgress, EvalReport
+from relay_nb.eval import EvalProgress, EvalReport, load_bank
 from relay_nb.facade.relay import Relay
 from relay_nb.notebook.live import close_tree
 
@@ -60,13 +60,18 @@ def run_eval_cell(
     """Run ``bank`` on ``relay`` and show the estimate, progress, report and diff."""
     from IPython.display import display
 
-    estimate = relay.estimate(bank, repeat=repeat)
+    loaded = load_bank(bank)
+    estimate = relay.estimate(loaded, repeat=repeat)
     print(estimate.line())
-    progress = EvalProgressBar(estimate.model or "eval")
+    progress = EvalProgressBar(loaded.name)
     progress.show()
     try:
         report = relay.evaluate(
-            bank, repeat=repeat, max_cost_usd=max_cost_usd, on_progress=progress
+            loaded,
+            repeat=repeat,
+            max_cost_usd=max_cost_usd,
+            estimate=estimate,
+            on_progress=progress,
         )
     finally:
         progress.close()

@@ -169,7 +169,9 @@ class ReplayRuntime(BaseRuntime):
         if not results:
             raise InvocationError(
                 "INVALID_REQUEST",
-                f"no recorded result for request {digest}; re-record with RecordingRuntime",
+                f"no recorded result for request {digest}: the prompt differs from the "
+                "recorded ones (a question, schema or setting changed); record again "
+                "(RecordingRuntime, or relay-nb eval --record FILE)",
                 False,
             )
         index = self._served.get(digest, 0)

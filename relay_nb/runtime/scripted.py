@@ -187,6 +187,13 @@ class ScriptedRuntime(BaseRuntime):
         if self.by_question:
             question, replies = _question_and_replies(request)
             steps = self.by_question.get(question)
+            if steps is None and not self._steps:
+                raise InvocationError(
+                    "RUNTIME_FAILURE",
+                    f"the scripted model has no script for {question[:80]!r}: it answers only "
+                    "the questions its by_question names",
+                    False,
+                )
             if steps is not None:
                 if replies < len(steps):
                     return steps[replies]

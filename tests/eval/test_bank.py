@@ -166,17 +166,25 @@ def test_every_problem_of_a_bank_is_reported_at_once(tmp_path) -> None:
     assert lines[-1] == "… and 3 more"
 
 
-def test_connector_targets_read_variables_from_the_environment(tmp_path, monkeypatch) -> None:
+def test_connector_targets_read_variables_when_connecting(tmp_path, monkeypatch) -> None:
+    """A bank loads without the variables its connectors name (Python and %relay connect
+    their own); the CLI reads them when it connects, and says the fix when one is unset."""
     path = write(
         tmp_path,
         "b.yaml",
-        "connectors: {db: '${SHOP_URL}'}\nquestions:\n  - {question: q, sql: S}\n",
+        "connectors: {db: '${SHOP_URL}', local: sqlite:///data/shop.sqlite}\n"
+        "questions:\n  - {question: q, sql: S, connector: db}\n",
     )
-    monkeypatch.setenv("SHOP_URL", "sqlite:///shop.db")
-    assert load_bank(path).connectors == {"db": "sqlite:///shop.db"}
-    monkeypatch.delenv("SHOP_URL")
-    with pytest.raises(ConfigurationError, match=r"\$\{SHOP_URL\}, which is not set"):
-        load_bank(path)
+    monkeypatch.delenv("SHOP_URL", raising=False)
+    bank = load_bank(path)
+    with pytest.raises(
+        ConfigurationError, match=r"reads \$\{SHOP_URL\}, which is not set.*--connect db=URL"
+    ):
+        bank.target("db")
+    monkeypatch.setenv("SHOP_URL", "postgresql://ro@db/shop")
+    assert bank.target("db") == "postgresql://ro@db/shop"
+    # a relative SQLite file is the bank's neighbour, wherever the command runs
+    assert bank.target("local") == f"sqlite:///{tmp_path / 'data' / 'shop.sqlite'}"
 
 
 def test_the_digest_follows_questions_and_expected_results_not_layout(tmp_path) -> None:
@@ -241,3 +249,66 @@ def test_a_json_bank_reports_problems_at_each_questions_line(tmp_path) -> None:
         load_bank(path)
     with pytest.raises(ConfigurationError, match=r"^b\.json:2: not valid JSON"):
         load_bank(write(tmp_path, "b.json", "[\n{,\n]"))
+
+
+def test_rows_are_checked_and_read_as_written(tmp_path) -> None:
+    def problem(rows: str) -> str:
+        text = f"connector: db\nquestions:\n  - question: q\n    {rows}\n"
+        with pytest.raises(ConfigurationError) as caught:
+            load_bank(write(tmp_path, "b.yaml", text))
+        return str(caught.value)
+
+    assert "every row needs as many cells" in problem("rows: [[1, 2], [3]]")
+    assert "every row needs as many cells" in problem("columns: [a, b, c]\n    rows: [[1, 2]]")
+    assert "[[paid], [refunded]]" in problem("rows: [paid, refunded]")
+    ordered = load_bank(
+        write(
+            tmp_path,
+            "b.yaml",
+            "connector: db\nquestions:\n  - question: q\n    columns: [a, b]\n"
+            "    rows: [{b: 2, a: 1}]\n",
+        )
+    )
+    assert ordered.questions[0].rows == [[1, 2]]
+
+
+def test_a_question_reports_every_unknown_key_with_what_was_meant(tmp_path) -> None:
+    text = (
+        "name: b\nconectors: {}\nconnector: db\nquestions:\n"
+        "  - {questoin: q, sq: S, order_maters: true}\n"
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        load_bank(write(tmp_path, "b.yaml", text))
+    message = str(caught.value)
+    assert "b.yaml:2: unknown key 'conectors' (did you mean 'connectors'?)" in message
+    assert "unknown key 'questoin' (did you mean 'question'?)" in message
+    assert "unknown key 'order_maters' (did you mean 'order_matters'?)" in message
+    assert "unknown key 'sq' (did you mean 'sql'?)" in message
+    assert message.count("b.yaml:5:") == 5  # three keys, no question, no result: all at once
+
+
+def test_a_missing_csv_of_expected_rows_is_a_bank_problem(tmp_path) -> None:
+    text = "connector: db\nquestions:\n  - {question: q, csv: expected/nope.csv}\n"
+    with pytest.raises(ConfigurationError, match=r"b\.yaml:3: .*csv 'expected/nope.csv' does not"):
+        load_bank(write(tmp_path, "b.yaml", text))
+
+
+def test_the_digest_follows_the_content_of_a_csv_of_expected_rows(tmp_path) -> None:
+    (tmp_path / "e.csv").write_text("n\n1\n")
+    path = write(tmp_path, "b.yaml", "connector: db\nquestions:\n  - {question: q, csv: e.csv}\n")
+    before = load_bank(path).digest
+    (tmp_path / "e.csv").write_text("n\n2\n")
+    assert load_bank(path).digest != before
+
+
+def test_one_text_asked_of_several_databases_gets_an_id_each(tmp_path) -> None:
+    """Spider asks the same question of different databases: without ids they stay apart."""
+    path = write(
+        tmp_path,
+        "dev.json",
+        '[{"db_id": "a", "query": "SELECT 1", "question": "How many?"},\n'
+        ' {"db_id": "b", "query": "SELECT 2", "question": "How many?"},\n'
+        ' {"db_id": "a", "query": "SELECT 3", "question": "Which?"}]\n',
+    )
+    ids = [q.id for q in load_bank(path).questions]
+    assert ids == ["How many? @a #1", "How many? @b #2", "Which?"]

@@ -57,3 +57,36 @@ def test_frames_and_tables_are_read_alike() -> None:
     frame = pd.DataFrame({"name": ["Ada", "Bo"], "n": [2, 1]})
     assert Table.of(frame) == Table.of(GOLD)
     assert compare_results(frame, GOLD).match
+
+
+def test_wide_look_alike_predictions_are_judged_in_bounded_time() -> None:
+    """Seven gold columns against fourteen predicted ones holding the same values: the
+    search for a column assignment is bounded, not factorial."""
+    import time
+
+    gold = ([f"g{i}" for i in range(7)], [(1,) * 7, (2,) * 7])
+    predicted = ([f"p{i}" for i in range(14)], [(1,) * 14, (2,) * 14])
+    started = time.perf_counter()
+    assert compare_results(predicted, gold).match
+    wrong = ([f"p{i}" for i in range(14)], [(1,) * 14, (3,) * 14])
+    assert not compare_results(wrong, gold).match
+    assert time.perf_counter() - started < 5
+
+
+def test_odd_values_never_crash_the_comparison() -> None:
+    """Text that looks like a date but is not one; aware timestamps in other zones."""
+    assert not compare_results((["d"], [("0000-00-00",)]), (["d"], [("2024-01-01",)])).match
+    utc = dt.datetime(2025, 1, 2, 10, 0, tzinfo=dt.UTC)
+    plus5 = dt.datetime(2025, 1, 2, 15, 0, tzinfo=dt.timezone(dt.timedelta(hours=5)))
+    assert compare_results((["t"], [(plus5,)]), (["t"], [(utc,)])).match
+    later = dt.datetime(2025, 1, 2, 10, 0, tzinfo=dt.timezone(dt.timedelta(hours=5)))
+    assert not compare_results((["t"], [(later,)]), (["t"], [(utc,)])).match
+
+
+def test_a_one_row_miss_shows_what_was_expected_and_what_came() -> None:
+    result = compare_results((["n"], [(3200,)]), (["n"], [(2924,)]))
+    assert result.reason == "wrong values"
+    assert result.detail == "no column holds the values of n (expected 2924, got 3200)"
+    assert compare_results((["a"], [(1,)]), (["a", "b"], [(1, 2)])).detail == (
+        "1 column where the gold result has 2"
+    )

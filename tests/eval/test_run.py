@@ -80,7 +80,8 @@ def test_a_question_the_model_cannot_answer_is_an_error_with_the_models_message(
     with relay_with(runtime, shop_url) as relay:
         report = relay.evaluate(rows_only, save=False)
     (attempt,) = report.attempts
-    assert attempt.reason == "error" and "scripted model has no answer left" in attempt.detail
+    assert attempt.reason == "error"
+    assert "has no script for 'Which order statuses exist?'" in attempt.detail
 
 
 def test_known_mistakes_score_exactly_what_they_should_with_their_reasons(shop_url) -> None:
@@ -289,3 +290,101 @@ def test_each_question_sees_only_the_connector_it_asks(shop_url, tmp_path) -> No
         asked, unasked = ("shop", "archive") if "shop" in question else ("archive", "shop")
         assert f"query_{asked}" in tools and f"query_{unasked}" not in tools
         assert f"describe_{unasked}" not in tools
+
+
+# -- scoring one turn -----------------------------------------------------------------------
+
+
+def scored_turn(finish: str, outcomes: list, warnings: list[str] | None = None, answer: str = ""):
+    from relay_nb.agent.turn_result import TurnResult
+
+    return TurnResult(
+        answer=answer,
+        finish_reason=finish,
+        tool_results=outcomes,
+        warnings=warnings or [],
+    )
+
+
+def result_outcome(values: list, connector: str = "shop"):
+    import pandas as pd
+
+    from relay_nb.agent.tool_calls import ToolOutcome
+    from relay_nb.connectors.results import QueryResult
+
+    frame = pd.DataFrame({"n": values})
+    result = QueryResult(
+        df=frame,
+        executed_sql="SELECT n",
+        row_count=len(frame),
+        truncated=False,
+        elapsed_ms=1.0,
+        connector_id=connector,
+        dialect="sqlite",
+    )
+    return ToolOutcome(
+        tool_call_id="c1", name=f"query_{connector}", content="n\n1", artifact=result
+    )
+
+
+def failed_outcome(name: str, content: str, failure: str):
+    from relay_nb.agent.tool_calls import ToolOutcome
+
+    return ToolOutcome(
+        tool_call_id="c2", name=name, content=content, is_error=True, failure=failure
+    )
+
+
+def judge(turn, gold=((2924,),)):
+    from relay_nb.eval.compare import Table
+    from relay_nb.eval.run import _Expected, score
+
+    question = BANK.questions[1]  # paid-orders
+    expected = _Expected(table=Table.of((["n"], gold)))
+    return score(question, expected, turn, 1)
+
+
+RUN_STOP = "stopped: the next model call could take the run past its cap of $1 ($0.99 spent)"
+TURN_STOP = "stopped: the next model call could take the turn past its cap of $0.01"
+
+
+def test_a_result_read_before_a_cap_stopped_the_turn_is_judged() -> None:
+    right = judge(scored_turn("usage_cap", [result_outcome([2924])], [RUN_STOP]))
+    assert right.correct and right.ran
+    wrong = judge(scored_turn("max_steps", [result_outcome([1])]))
+    assert wrong.reason == "wrong values"
+
+
+def test_the_runs_cap_leaves_an_attempt_unscored_a_turns_cap_does_not() -> None:
+    not_run = judge(scored_turn("usage_cap", [], [RUN_STOP]))
+    assert (not_run.reason, not_run.ran, not_run.scored) == ("over the cost cap", False, False)
+    capped = judge(scored_turn("usage_cap", [], [TURN_STOP]))
+    assert (capped.reason, capped.ran, capped.scored) == ("over the cost cap", True, True)
+
+
+def test_the_last_failed_tool_call_names_the_miss() -> None:
+    unknown = failed_outcome("query_library", "unknown tool 'query_library'", "error")
+    assert judge(scored_turn("stop", [unknown])).reason == "error"
+    refused = failed_outcome("query_shop", "forbidden_statement: DELETE", "refused")
+    attempt = judge(scored_turn("stop", [refused]))
+    assert (attempt.reason, attempt.detail) == ("refused", "forbidden_statement: DELETE")
+    other = judge(scored_turn("stop", [result_outcome([2924], connector="archive")]))
+    assert (other.reason, other.detail) == ("no query", "it read archive, not shop")
+
+
+def test_secrets_are_redacted_before_anything_is_cut(monkeypatch) -> None:
+    secret = "s3cr3t-Pa55word-XYZ-0123456789"
+    monkeypatch.setenv("SHOP_DB_PASSWORD", secret)
+    answer = "x" * 485 + " " + secret + " and more"
+    attempt = judge(scored_turn("stop", [result_outcome([2924])], answer=answer))
+    assert "s3cr3t" not in attempt.answer and "s3cr3t" not in attempt.model_dump_json()
+
+
+def test_a_model_that_refuses_its_credentials_is_a_setup_error_not_a_score(shop_url) -> None:
+    refusal = {"error": {"code": "AUTHENTICATION_FAILED", "message": "invalid x-api-key"}}
+    runtime = ScriptedRuntime(by_question={q.question: [refusal] for q in WITH_SQL.questions})
+    with (
+        relay_with(runtime, shop_url) as relay,
+        pytest.raises(ConfigurationError, match="the model could not be used"),
+    ):
+        relay.evaluate(WITH_SQL, save=False)
