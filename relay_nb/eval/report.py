@@ -14,7 +14,6 @@ A question is *right* in a run when more than half of its attempts are (one atte
 from __future__ import annotations
 
 import datetime as dt
-import html
 import json
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from relay_nb.agent.ledger import default_ledger_path
 from relay_nb.errors import ConfigurationError
+from relay_nb.eval.present import (
+    diff_html,
+    diff_summary,
+    report_headline,
+    report_html,
+    report_summary,
+)
 from relay_nb.redaction import redact
 
 if TYPE_CHECKING:
@@ -248,58 +254,13 @@ class EvalReport(BaseModel):
         return sum(not a.ran for a in self.attempts)
 
     def headline(self) -> str:
-        accuracy = self.accuracy
-        shown = "n/a" if accuracy is None else f"{accuracy:.1%}"
-        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        if self.simulated:
-            cost += f" ({self.simulated}, not spent)"
-        if self.estimate is not None and self.estimate.cost_usd is not None:
-            cost += f", estimated ≈ ${self.estimate.cost_usd:.4f}"
-        parts = [
-            f"{self.bank}: accuracy {shown} ({self.correct}/{len(self.scored)})",
-            f"model {self.model or '?'}",
-            f"{self.tokens:,} tokens",
-            cost,
-            f"{self.elapsed_s:.1f} s",
-        ]
-        if self.not_run:
-            parts.insert(1, f"{self.not_run} not run (the run's cost cap)")
-        consistency = self.consistency()
-        if consistency is not None:
-            repeats = f"{self.repeat} attempts each"
-            parts.insert(1, f"consistent on {consistency:.0%} of questions ({repeats})")
-        return " · ".join(parts)
+        """The first line: accuracy, model, tokens, cost, time."""
+        return report_headline(self)
 
     def summary(self, *, misses: int = 20) -> str:
         """The terminal report: the headline, reasons, per-tag accuracy and the misses (a
         miss repeated over attempts once, with how many)."""
-        lines = [self.headline()]
-        reasons = self.reasons()
-        if reasons:
-            lines.append("  misses: " + ", ".join(f"{r} {n}" for r, n in reasons.most_common()))
-        tags = self.by_tag()
-        if len(tags) > 1 or (len(tags) == 1 and tags.iloc[0]["tag"] != "(untagged)"):
-            lines.append(
-                "  by tag: "
-                + ", ".join(
-                    f"{row.tag} {row.accuracy:.0%} ({row.correct}/{row.attempts})"
-                    for row in tags.itertuples()
-                )
-            )
-        grouped: Counter[tuple[str, str, str]] = Counter(
-            (a.question_id, a.reason or "", a.detail)
-            for a in self.attempts
-            if not a.correct and a.ran
-        )
-        for (question_id, reason, detail), count in list(grouped.items())[:misses]:
-            times = f" ({count} of {self.repeat} attempts)" if self.repeat > 1 else ""
-            said = f" — {detail}" if detail else ""
-            lines.append(f"  ✗ {question_id}: {reason}{said}{times}")
-        if len(grouped) > misses:
-            lines.append(f"  … and {len(grouped) - misses} more misses (report.df has them all)")
-        if self.path:
-            lines.append(f"  saved: {self.path}")
-        return "\n".join(lines)
+        return report_summary(self, misses=misses)
 
     def data(self) -> dict[str, Any]:
         """The report as JSON-ready data, secrets redacted, with its totals (what
@@ -314,7 +275,7 @@ class EvalReport(BaseModel):
         printer.text(self.summary())
 
     def _repr_html_(self) -> str:
-        return _report_html(self)
+        return report_html(self)
 
     # -- storing ----------------------------------------------------------------------------
 
@@ -433,31 +394,8 @@ class EvalDiff(BaseModel):
         return round(self.cost_after - self.cost_before, 6)
 
     def summary(self) -> str:
-        delta = self.accuracy_delta
-        accuracy = (
-            "accuracy n/a"
-            if delta is None
-            else f"accuracy {self.accuracy_before:.1%} → {self.accuracy_after:.1%} "
-            f"({delta * 100:+.1f} points)"
-        )
-        if self.cost_delta is None:
-            cost = "cost n/a"
-        else:
-            change = round(self.cost_delta, 4) + 0.0  # + 0.0: never "-0.0000"
-            cost = f"cost ${self.cost_before:.4f} → ${self.cost_after:.4f} ({change:+.4f})"
-        lines = [f"since {self.before}: {accuracy}; {cost}"]
-        if not self.same_bank:
-            lines.append("  note: the bank's questions or expected results changed in between")
-        for qid in self.broken:
-            lines.append(f"  ✗ now wrong: {qid} ({self.reasons.get(qid) or 'wrong'})")
-        lines += [f"  ✓ now right: {qid}" for qid in self.fixed]
-        if self.added:
-            lines.append(f"  new questions: {', '.join(self.added)}")
-        if self.removed:
-            lines.append(f"  removed questions: {', '.join(self.removed)}")
-        if not (self.broken or self.fixed):
-            lines.append("  no question changed its verdict")
-        return "\n".join(lines)
+        """Accuracy and cost before and after, and the questions that flipped."""
+        return diff_summary(self)
 
     def __repr__(self) -> str:
         return f"<EvalDiff {self.summary().splitlines()[0]}>"
@@ -466,12 +404,7 @@ class EvalDiff(BaseModel):
         printer.text(self.summary())
 
     def _repr_html_(self) -> str:
-        lines = self.summary().splitlines()
-        items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines[1:])
-        return (
-            f'<div class="relay-eval-diff"><p><b>{html.escape(lines[0])}</b></p>'
-            f"<ul>{items}</ul></div>"
-        )
+        return diff_html(self)
 
 
 def _label(report: EvalReport) -> str:
@@ -480,35 +413,3 @@ def _label(report: EvalReport) -> str:
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:60] or "bank"
-
-
-def _report_html(report: EvalReport) -> str:
-    """A static table: the headline, accuracy per tag, and every attempt (misses first)."""
-    esc = html.escape
-    tags = report.by_tag()
-    tag_rows = "".join(
-        f"<tr><td>{esc(str(r.tag))}</td><td>{r.correct}/{r.attempts}</td>"
-        f"<td>{r.accuracy:.0%}</td></tr>"
-        for r in tags.itertuples()
-    )
-    ordered = sorted(report.attempts, key=lambda a: (a.correct, a.question_id, a.attempt))
-    rows = []
-    for a in ordered:
-        mark = "✓" if a.correct else "✗"
-        cost = "?" if a.cost_usd is None else f"${a.cost_usd:.4f}"
-        why = esc(a.reason or "") + (f" — {esc(a.detail)}" if a.detail else "")
-        rows.append(
-            f"<tr><td>{mark}</td><td>{esc(a.question_id)}</td><td>{esc(a.question)}</td>"
-            f"<td>{why}</td><td><code>{esc(a.sql)}</code></td>"
-            f"<td>{a.input_tokens + a.output_tokens:,}</td><td>{cost}</td>"
-            f"<td>{a.latency_ms:,.0f} ms</td></tr>"
-        )
-    return (
-        '<div class="relay-eval">'
-        f"<p><b>{esc(report.headline())}</b></p>"
-        "<table><thead><tr><th>tag</th><th>right</th><th>accuracy</th></tr></thead>"
-        f"<tbody>{tag_rows}</tbody></table>"
-        "<table><thead><tr><th></th><th>id</th><th>question</th><th>reason</th><th>SQL</th>"
-        "<th>tokens</th><th>cost</th><th>latency</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
-    )
