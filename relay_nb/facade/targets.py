@@ -7,8 +7,8 @@ claims, ``csvdir:///data``, that type), any other URL to SQL (SQLAlchemy reads i
 word to the web-search type when it names a provider (``"tavily"``), else to the plugin type
 of that name (``relay.connect("files", "csvdir", path="data/")``, the JSON config's form); an
 object to the built-in type that accepts it (a SQLAlchemy engine, a DataFrame, a mapping of
-them, a function returning one). Keyword options go to that type, which names the ones it
-takes when one is unknown.
+them, a function returning one, a Spark session). Keyword options go to that type, which
+names the ones it takes when one is unknown.
 
 Beyond the types: a ``Connector`` is registered as it is, and an object with a
 ``build_connector(connector_id, **options)`` method (a descriptor such as
@@ -92,8 +92,8 @@ def connector_type_for(target: Any) -> tuple[ConnectorType, Any]:
             return ctype, target
     raise ConfigurationError(
         f"connect() takes a DataFrame, a database URL, a mongodb:// or https:// URL, a "
-        f"web-search provider name {WEB_SEARCH_PROVIDERS}, a SQLAlchemy engine, a "
-        "Connector, a connector plugin's type name or URL, or an object with a "
+        f"web-search provider name {WEB_SEARCH_PROVIDERS}, a SQLAlchemy engine, a Spark "
+        "session, a Connector, a connector plugin's type name or URL, or an object with a "
         f"build_connector(connector_id, **options) method — not {type(target).__name__}"
     )
 

@@ -26,7 +26,7 @@ def test_the_public_names_are_the_plugin_module_objects() -> None:
 def test_the_reserved_names_are_the_config_file_types_and_the_python_only_kinds() -> None:
     assert {
         *("sql", "postgres", "postgresql", "mysql", "mariadb", "sqlite", "duckdb"),
-        *("mongo", "mongodb", "http", "websearch", "web_search", "dataframe", "mcp"),
+        *("mongo", "mongodb", "http", "websearch", "web_search", "dataframe", "spark", "mcp"),
     } == plugins.BUILTIN_TYPE_NAMES
     assert {n for t in plugins.BUILTIN_TYPES for n in t.names} == plugins.BUILTIN_TYPE_NAMES
 
@@ -36,7 +36,7 @@ def test_the_built_ins_are_connector_types_listed_with_their_options() -> None:
     assert all(isinstance(t, relay_nb.ConnectorType) and t.builtin for t in plugins.BUILTIN_TYPES)
     assert plugins.builtin_type("postgres") is plugins.builtin_type("sql") is plugins.SQL_TYPE
     rows = {row.name: row for row in relay_nb.connector_types() if row.source == "built-in"}
-    assert list(rows) == ["sql", "mongo", "http", "websearch", "dataframe", "mcp"]
+    assert list(rows) == ["sql", "mongo", "http", "websearch", "dataframe", "spark", "mcp"]
     sql, http, frames = rows["sql"], rows["http"], rows["dataframe"]
     assert "postgres" in sql.aliases and "postgresql" in sql.url_schemes
     assert {"url", "tables", "tableAllowlist", "row_limit", "statement_timeout_s"} <= set(
@@ -121,7 +121,8 @@ def test_a_registered_type_is_listed_found_and_forgotten() -> None:
 
 def test_the_built_in_types_are_listed_with_their_aliases_and_schemes() -> None:
     rows = {t.name: t for t in relay_nb.connector_types() if t.source == "built-in"}
-    assert set(rows) == {"sql", "mongo", "http", "websearch", "dataframe", "mcp"}
+    assert set(rows) == {"sql", "mongo", "http", "websearch", "dataframe", "spark", "mcp"}
+    assert not rows["spark"].in_config  # a session object, from Python only
     assert "sqlite" in rows["sql"].aliases and "postgresql" in rows["sql"].url_schemes
     assert rows["http"].url_schemes == ("http", "https")
     assert not rows["dataframe"].in_config and rows["sql"].in_config

@@ -23,6 +23,7 @@ from relay_nb.connectors.http.kind import HTTP_TYPE
 from relay_nb.connectors.mcp.kind import MCP_TYPE
 from relay_nb.connectors.mongo.kind import MONGO_TYPE
 from relay_nb.connectors.plugins.connector_type import SCHEME, TYPE_NAME, ConnectorType
+from relay_nb.connectors.spark.kind import SPARK_TYPE
 from relay_nb.connectors.sql.kind import SQL_TYPE
 from relay_nb.connectors.websearch.kind import WEB_SEARCH_PROVIDERS, WEBSEARCH_TYPE
 from relay_nb.errors import ConfigurationError
@@ -50,6 +51,7 @@ BUILTIN_TYPES: tuple[ConnectorType, ...] = (
     HTTP_TYPE,
     WEBSEARCH_TYPE,
     DATAFRAME_TYPE,
+    SPARK_TYPE,
     MCP_TYPE,
 )
 """Every built-in kind; ``relay.connect`` asks them in this order whether they accept a

@@ -1,0 +1,360 @@
+"""``SparkConnector``: a ``SparkSession`` as guarded, read-only tools for the model.
+
+``relay.connect("lake", spark)`` with the session a Databricks, EMR or Dataproc notebook
+hands the analyst (or a local one). Every query goes through the same guard as any SQL
+connector's, in the Spark dialect (:mod:`relay_nb.connectors.sql.policies.spark`): one
+``SELECT``/``WITH``, only tables of the catalog, no DDL/DML, ``INSERT OVERWRITE``,
+``CACHE``, ``ADD JAR``, ``SET``, ``reflect``/``java_method``, no file or path tables; the
+row limit is a ``LIMIT`` in the SQL, so it is pushed into Spark's plan.
+
+Spark has no read-only transaction: the guard is what keeps a query a read, and the
+session's own catalog permissions are the second wall (docs/connectors.md says which to
+give it). Each query runs as a **job group** of its own (``setJobGroup`` with
+``interruptOnCancel``), so a timeout or a kernel interrupt cancels its Spark jobs — not only
+the Python wait. Results come back at most ``row_limit + 1`` rows and ``max_result_bytes``,
+as a pandas DataFrame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.bounds import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    ResultBudget,
+    check_byte_limits,
+)
+from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
+from relay_nb.connectors.spark.catalog import read_spark_catalog
+from relay_nb.connectors.spark.session import is_spark_session
+from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
+from relay_nb.connectors.sql.ranking import SchemaRanker, search_tables
+from relay_nb.connectors.sql.render import describe_tables, render_catalog
+from relay_nb.connectors.sql.schema import Catalog
+from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
+from relay_nb.redaction import redact
+from relay_nb.tools import Tool, ToolResult
+
+__all__ = ["SparkConnector"]
+
+_MAX_MESSAGE = 400
+_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+class _QueryInput(BaseModel):
+    sql: str = Field(
+        description="Exactly one read-only SELECT (WITH … SELECT allowed) in Spark SQL. "
+        "LIMIT is applied automatically."
+    )
+
+
+class _DescribeInput(BaseModel):
+    tables: list[str] = Field(
+        default_factory=list, description="Table names (or database.table) to describe in full."
+    )
+    search: str | None = Field(
+        default=None, description="Words to find relevant tables when you do not know names."
+    )
+
+
+class SparkConnector(Connector):
+    kind = "spark"
+
+    def __init__(
+        self,
+        id: str,
+        session: Any,
+        *,
+        databases: Sequence[str] | None = None,
+        tables: Sequence[str] | None = None,
+        row_limit: int = 200,
+        statement_timeout_s: float = 120.0,
+        catalog_timeout_s: float = 30.0,
+        name: str | None = None,
+        description: str | None = None,
+        preview_chars: int = 4000,
+        ranker: SchemaRanker | None = None,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> None:
+        self.id = check_connector_id(id)
+        if not is_spark_session(session):
+            raise ConfigurationError(
+                f"a Spark connector takes a SparkSession, not {type(session).__name__}"
+            )
+        if not hasattr(session, "sparkContext"):
+            raise ConfigurationError(
+                "this is a Spark Connect session; relay_nb runs on a classic SparkSession "
+                "for now (SparkSession.builder.getOrCreate() on the cluster)"
+            )
+        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
+            max_value_bytes, max_result_bytes
+        )
+        if not isinstance(row_limit, int) or row_limit < 1:
+            raise ConfigurationError(f"row_limit must be a positive integer, got {row_limit!r}")
+        for option, seconds in (
+            ("statement_timeout_s", statement_timeout_s),
+            ("catalog_timeout_s", catalog_timeout_s),
+        ):
+            if not seconds or seconds <= 0:
+                raise ConfigurationError(f"{option} must be a positive number of seconds")
+        self.session = session
+        self.name = name or id
+        self.description = description
+        self.row_limit = row_limit
+        self.statement_timeout_s = float(statement_timeout_s)
+        self.catalog_timeout_s = float(catalog_timeout_s)
+        self.startup_timeout_s = self.catalog_timeout_s
+        self.preview_chars = preview_chars
+        self.ranker = ranker
+        self.dialect = "spark"
+        self._databases = list(databases) if databases is not None else None
+        self._tables = list(tables) if tables is not None else None
+        self.target = f"spark {session.version} ({session.sparkContext.master})"
+        self._catalog: Catalog | None = None
+        self._catalog_lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ schema
+    @property
+    def catalog(self) -> Catalog:
+        """The session's tables and views (see :mod:`.catalog`), read once and cached."""
+        self._check_not_closed()
+        if self._catalog is None:
+            with self._catalog_lock:
+                if self._catalog is None:
+                    self._catalog = self._read_catalog()
+        return self._catalog
+
+    def _read_catalog(self) -> Catalog:
+        try:
+            return read_spark_catalog(
+                self.session,
+                databases=self._databases,
+                tables=self._tables,
+                timeout_s=self.catalog_timeout_s,
+            )
+        except QueryExecutionError:
+            raise
+        except Exception as exc:
+            raise QueryExecutionError(
+                f"could not read the Spark catalog of {self.id!r}: {_spark_message(exc)}"
+            ) from None
+
+    def object_names(self) -> list[str]:
+        return [table.qualified_name for table in self.catalog.tables]
+
+    def refresh(self) -> Catalog:  # type: ignore[override] - also returns the new catalog
+        self._check_not_closed()
+        with self._catalog_lock:
+            self._catalog = self._read_catalog()
+        return self._catalog
+
+    def invalidate(self) -> None:
+        with self._catalog_lock:
+            self._catalog = None
+
+    def _check_not_closed(self) -> None:
+        if self._closed:
+            raise QueryExecutionError(f"the connector {self.id!r} is closed; connect it again")
+
+    # ------------------------------------------------------------------ queries
+    def guard(self, sql: str) -> GuardedQuery:
+        """Check and rewrite ``sql`` without running it (raises UnsafeQueryError)."""
+        catalog = self.catalog
+        return guard_query(
+            sql,
+            dialect=self.dialect,
+            allowed_tables=catalog.allowlist(),
+            default_schema=catalog.default_schema,
+            row_limit=self.row_limit + 1,
+        )
+
+    def query(self, sql: str) -> QueryResult:
+        """Run one query now; Ctrl-C (a kernel interrupt) cancels its Spark jobs."""
+        group = self._group()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["result"] = self._execute(sql, group)
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=work, name=f"relay-spark-{self.id}", daemon=True)
+        worker.start()
+        deadline = time.monotonic() + self.statement_timeout_s
+        try:
+            while worker.is_alive():
+                worker.join(0.05)
+                if time.monotonic() > deadline:
+                    self._cancel(group)
+                    worker.join(10.0)
+                    raise self._timeout_error()
+        except KeyboardInterrupt:
+            self._cancel(group)
+            worker.join(10.0)
+            raise
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+
+    async def aquery(self, sql: str) -> QueryResult:
+        """Async form: a timeout or a cancelled task cancels the query's Spark jobs."""
+        group = self._group()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, self._execute, sql, group)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.statement_timeout_s)
+        except TimeoutError:
+            self._cancel(group)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(future, 10.0)
+            raise self._timeout_error() from None
+        except asyncio.CancelledError:
+            self._cancel(group)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(future), 10.0)
+            raise
+
+    def _group(self) -> str:
+        return f"relay_nb-{self.id}-{uuid.uuid4().hex[:12]}"
+
+    def _cancel(self, group: str) -> None:
+        """Cancel every Spark job of the query's group (running tasks are interrupted)."""
+        with contextlib.suppress(Exception):
+            self.session.sparkContext.cancelJobGroup(group)
+
+    def _timeout_error(self) -> QueryTimeoutError:
+        return QueryTimeoutError(
+            f"the query ran longer than {self.statement_timeout_s:g} s and its Spark jobs were "
+            "cancelled; make it cheaper (filter on partition columns, aggregate earlier)"
+        )
+
+    def _execute(self, sql: str, group: str) -> QueryResult:
+        self._check_not_closed()
+        guarded = self.guard(sql)
+        context = self.session.sparkContext
+        # a job group of this thread's own (PySpark pins a JVM thread to each Python thread)
+        context.setJobGroup(group, f"relay_nb {self.id}: {guarded.sql[:120]}", True)
+        started = time.perf_counter()
+        try:
+            frame = self.session.sql(guarded.sql)
+            columns = list(frame.columns)
+            rows = [tuple(row) for row in frame.collect()]
+        except Exception as exc:
+            raise QueryExecutionError(f"Spark refused the query: {_spark_message(exc)}") from None
+        finally:
+            for key in (
+                "spark.jobGroup.id",
+                "spark.job.description",
+                "spark.job.interruptOnCancel",
+            ):
+                with contextlib.suppress(Exception):
+                    context.setLocalProperty(key, None)
+        elapsed = (time.perf_counter() - started) * 1000
+        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
+        kept = budget.admit_all(rows)
+        truncated = budget.full or len(kept) > self.row_limit
+        kept = kept[: self.row_limit]
+        return QueryResult(
+            df=build_frame(columns, kept),
+            executed_sql=guarded.sql,
+            row_count=len(kept),
+            truncated=truncated,
+            elapsed_ms=elapsed,
+            connector_id=self.id,
+            submitted_sql=sql,
+            tables=guarded.tables,
+            limit="bytes" if budget.full else "rows",
+            notes=budget.notes(),
+            dialect=self.dialect,
+            row_limit=self.row_limit if guarded.limit_injected or guarded.limit_clamped else None,
+        )
+
+    # ------------------------------------------------------------------ model-facing
+    def tools(self) -> list[Tool]:
+        return [
+            Tool(
+                name=f"query_{self.id}",
+                description=(
+                    f"Run one read-only Spark SQL query on {self.name}; it runs as Spark jobs. "
+                    f"Returns at most {self.row_limit} rows: aggregate in SQL rather than "
+                    "fetching raw rows, and filter on partition columns."
+                ),
+                input_model=_QueryInput,
+                handler=self._query_tool,
+                timeout_s=self.statement_timeout_s + 15,
+                metadata={"connector": self.id, "kind": "spark"},
+            ),
+            Tool(
+                name=f"describe_{self.id}",
+                description=(
+                    f"Full details (all columns, partition columns, comments) of tables in "
+                    f"{self.name}, by name or by search words."
+                ),
+                input_model=_DescribeInput,
+                handler=self._describe_tool,
+                timeout_s=30.0,
+                metadata={"connector": self.id, "kind": "spark"},
+            ),
+        ]
+
+    async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
+        result = await self.aquery(arguments.sql)
+        return ToolResult(
+            content=preview_for_model(result, max_chars=self.preview_chars), artifact=result
+        )
+
+    async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
+        catalog = await asyncio.to_thread(lambda: self.catalog)
+        names = list(arguments.tables)
+        if arguments.search:
+            names += [t.qualified_name for t in search_tables(catalog, arguments.search, 5)]
+        if not names:
+            listing = ", ".join(t.qualified_name for t in catalog.tables)
+            return ToolResult(content=f"tables in {self.id}: {listing}")
+        return ToolResult(content=describe_tables(catalog, list(dict.fromkeys(names))))
+
+    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
+        head = (
+            f"### Spark connector: {self.id}"
+            + (f" ({self.name})" if self.name != self.id else "")
+            + " — Spark SQL, read-only\n"
+            + (f"{self.description}\n" if self.description else "")
+            + f"Query with query_{self.id}: one SELECT/WITH statement, at most "
+            f"{self.row_limit} rows returned (LIMIT applied automatically); each query runs "
+            f"as Spark jobs, so filter on partition columns. describe_{self.id} gives full "
+            "table details.\n"
+        )
+        budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
+        rendered = render_catalog(
+            self.catalog,
+            max_tokens=budget,
+            question=question,
+            describe_tool=f"describe_{self.id}",
+            ranker=self.ranker,
+        )
+        return head + rendered.text
+
+    def close(self) -> None:
+        """Forget the session (it is the analyst's: relay_nb never stops it)."""
+        self._closed = True
+
+
+def _spark_message(exc: BaseException) -> str:
+    """Spark's own first line (an AnalysisException's, not the Java stack), redacted."""
+    text = str(getattr(exc, "desc", None) or exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    line = redact(line)
+    return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"

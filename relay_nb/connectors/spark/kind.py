@@ -1,0 +1,32 @@
+"""The ``spark`` connector kind: a PySpark ``SparkSession``, from Python only.
+
+``relay.connect("lake", spark)``; options are
+:class:`~relay_nb.connectors.spark.connector.SparkConnector`'s (``databases``, ``tables``,
+``row_limit``, ``statement_timeout_s``, ``catalog_timeout_s``, ``max_result_bytes`` …).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from relay_nb.connectors.spark.session import is_spark_session
+
+__all__ = ["SPARK_TYPE", "is_spark_session"]
+
+
+def _from_target(target: Any) -> Mapping[str, Any]:
+    return {"session": target}
+
+
+SPARK_TYPE = ConnectorType(
+    name="spark",
+    factory=LazyFactory("relay_nb.connectors.spark.connector:SparkConnector"),
+    accepts=is_spark_session,
+    from_url=_from_target,
+    description="a PySpark SparkSession: relay.connect(id, spark)",
+    in_config=False,
+    python_keywords=True,
+    builtin=True,
+)

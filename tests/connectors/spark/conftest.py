@@ -1,0 +1,67 @@
+"""A real local Spark (PyPI pyspark on Debian's OpenJDK 17) for the Spark connector's tests.
+
+One session for the whole module run, ``local[2]``, with everything it writes — warehouse,
+shuffle files, the JVM's temp files — under pytest's own temp folder (the JVM's perf-data file
+in /tmp is turned off), and a ``shop`` database: ``orders`` and ``customers`` as tables,
+``events`` (2,000,000 rows) partitioned by ``day``, and a temporary view. Spark tests are
+``slow`` (the default suite stays within its time; ``pytest -m slow`` and CI run them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="pip install 'relay_nb[spark]'")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("no Java for Spark under CI (apt-get install openjdk-17-jre-headless)")
+        pytest.skip("no Java runtime for Spark (apt-get install openjdk-17-jre-headless)")
+    from pyspark.sql import SparkSession
+
+    root: Path = tmp_path_factory.mktemp("spark")
+    java_options = f"-XX:-UsePerfData -Djava.io.tmpdir={root}"
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("relay_nb-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.local.dir", str(root / "local"))
+        .config("spark.sql.warehouse.dir", str(root / "warehouse"))
+        .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.executor.extraJavaOptions", java_options)
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.sql("CREATE DATABASE IF NOT EXISTS shop COMMENT 'the test shop'")
+    customers = [(1, "Ada", "DE"), (2, "Bo", "FR"), (3, "Cy", "DE")]
+    session.createDataFrame(customers, "id INT, name STRING, country STRING").write.saveAsTable(
+        "shop.customers"
+    )
+    orders = [
+        (1, 1, "paid", 120.5),
+        (2, 1, "refunded", 30.0),
+        (3, 2, "paid", 99.9),
+        (4, 3, "paid", 10.0),
+    ]
+    session.createDataFrame(
+        orders, "id INT, customer_id INT, status STRING, total DOUBLE"
+    ).write.saveAsTable("shop.orders")
+    session.sql("COMMENT ON TABLE shop.orders IS 'one row per order'")
+    events = session.range(0, 2_000_000).selectExpr(
+        "id", "id % 97 AS customer_id", "CAST(id % 7 AS INT) AS day"
+    )
+    events.write.partitionBy("day").saveAsTable("shop.events")
+    session.createDataFrame([(1, "gold")], "customer_id INT, tier STRING").createOrReplaceTempView(
+        "tiers"
+    )
+    session.catalog.setCurrentDatabase("shop")
+    yield session
+    session.stop()

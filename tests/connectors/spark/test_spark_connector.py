@@ -1,0 +1,125 @@
+"""The Spark connector against a real local Spark: the catalog in the prompt, guarded reads,
+refused writes (nothing changes), a timeout that cancels the Spark job (checked in Spark's
+status tracker), and a turn through the agent loop with the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+import relay_nb
+from relay_nb.connectors.spark.connector import SparkConnector
+from relay_nb.errors import QueryTimeoutError, UnsafeQueryError
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def lake(spark):
+    connector = SparkConnector("lake", spark, row_limit=50)
+    yield connector
+    connector.close()
+
+
+def test_the_catalog_reads_tables_views_comments_and_partition_columns(lake) -> None:
+    names = lake.object_names()
+    assert {"shop.customers", "shop.orders", "shop.events", "tiers"} <= set(names)
+    events = lake.catalog.find("shop.events")
+    day = next(c for c in events.columns if c.name == "day")
+    assert day.comment == "partition column" and day.type == "int"
+    assert lake.catalog.find("shop.orders").comment == "one row per order"
+    prompt = lake.prompt_context(question="revenue of paid orders")
+    assert "### Spark connector: lake — Spark SQL, read-only" in prompt
+    assert "orders" in prompt and "query_lake" in prompt
+
+
+def test_a_guarded_read_runs_as_spark_sql_with_its_limit_in_the_plan(lake) -> None:
+    result = asyncio.run(
+        lake.aquery(
+            "SELECT c.country, SUM(o.total) AS revenue FROM orders o JOIN customers c "
+            "ON c.id = o.customer_id WHERE o.status = 'paid' GROUP BY c.country "
+            "ORDER BY revenue DESC"
+        )
+    )
+    assert result.executed_sql.endswith("LIMIT 51")
+    assert result.df.to_dict("records") == [
+        {"country": "DE", "revenue": 130.5},
+        {"country": "FR", "revenue": 99.9},
+    ]
+    view = lake.query("SELECT t.tier, COUNT(*) AS n FROM tiers t GROUP BY t.tier")
+    assert view.df.to_dict("records") == [{"tier": "gold", "n": 1}]
+    cut = lake.query("SELECT id FROM events")
+    assert (cut.row_count, cut.truncated) == (50, True)
+
+
+WRITES = [
+    "INSERT INTO shop.orders VALUES (9, 1, 'paid', 1.0)",
+    "INSERT OVERWRITE TABLE shop.orders SELECT * FROM shop.orders WHERE id = 1",
+    "DROP TABLE shop.orders",
+    "CACHE TABLE shop.orders",
+    "SET spark.sql.ansi.enabled = false",
+    "ADD JAR /tmp/evil.jar",
+    "SELECT * FROM parquet.`/tmp/anything`",
+    "SELECT reflect('java.lang.System', 'exit', 0)",
+    "SELECT java_method('java.lang.Runtime', 'getRuntime')",
+    "SELECT * FROM orders; DROP TABLE orders",
+    "CREATE TABLE shop.x AS SELECT 1 AS a",
+]
+
+
+@pytest.mark.parametrize("sql", WRITES)
+def test_writes_and_side_doors_are_refused_and_nothing_changes(lake, spark, sql) -> None:
+    before = spark.sql("SELECT COUNT(*) FROM shop.orders").collect()[0][0]
+    with pytest.raises(UnsafeQueryError):
+        lake.query(sql)
+    assert spark.sql("SELECT COUNT(*) FROM shop.orders").collect()[0][0] == before
+    assert "x" not in {t.name for t in spark.catalog.listTables("shop")}
+
+
+def test_a_timeout_cancels_the_spark_job(spark) -> None:
+    connector = SparkConnector("lake", spark, statement_timeout_s=3)
+    connector._group = lambda: "relay_nb-test-timeout"  # a known group to look up
+    tracker = spark.sparkContext.statusTracker()
+    started = time.monotonic()
+    with pytest.raises(QueryTimeoutError, match="its Spark jobs were cancelled"):
+        connector.query("SELECT COUNT(*) FROM events a JOIN events b ON a.id < b.id")
+    assert time.monotonic() - started < 20
+    jobs = tracker.getJobIdsForGroup("relay_nb-test-timeout")
+    assert jobs, "the query ran as Spark jobs of its own group"
+    deadline = time.monotonic() + 20
+    while tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tracker.getActiveJobsIds()
+    assert {tracker.getJobInfo(job).status for job in jobs} == {"FAILED"}  # cancelled
+    # the session is still usable, and the next query of the thread has no stale group
+    assert connector.query("SELECT COUNT(*) AS n FROM orders").df["n"].tolist() == [4]
+
+
+def test_a_turn_through_the_agent_loop(spark) -> None:
+    model = relay_nb.ScriptedRuntime(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "query_lake",
+                        "input": {
+                            "sql": "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
+                        },
+                    }
+                ]
+            },
+            {"text": "Three paid orders and one refund."},
+        ]
+    )
+    relay = relay_nb.Relay(model, ledger=False)
+    try:
+        relay.connect("lake", spark, tables=["shop.orders", "shop.customers"])
+        turn = relay.ask("How many orders per status?")
+        assert turn.finish_reason == "stop"
+        assert sorted(turn.df.itertuples(index=False)) == [("paid", 3), ("refunded", 1)]
+        system = model.requests[0].messages[0].content
+        assert "Spark connector: lake" in system and "events" not in system
+    finally:
+        relay.close()
