@@ -33,6 +33,7 @@ BENCHMARKS = (
     "concurrency",
     "schema_linking",
     "eval_throughput",
+    "spark",
 )
 
 

@@ -1,7 +1,11 @@
 """Reading what a Spark session can query: databases, tables and views, columns.
 
-Spark's catalog API answers per table (``listColumns``), so the read is bounded by the
-caller's deadline and by the allowlist the analyst gives (``databases``, ``tables``): a
+Spark answers columns per table: the tables are listed first (``listTables``), then each
+one's ``DESCRIBE TABLE`` read by a few threads at once (each Python thread drives its own JVM
+thread). ``DESCRIBE`` rather than the catalog API's ``listColumns``, which costs about five
+times more per table (benchmarks/spark.py measures both); it gives column comments and the
+partition columns too. The read is bounded by
+the caller's deadline and by the allowlist the analyst gives (``databases``, ``tables``): a
 catalog that cannot be read in time says so, with the fix, instead of hanging the connect.
 Temporary views (``df.createOrReplaceTempView``) are tables with no database, as SQLite's
 are; a partition column says so in its comment, since filtering on it prunes whole files.
@@ -9,14 +13,21 @@ are; a partition column says so in its comment, since filtering on it prunes who
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import QueryExecutionError
 
 __all__ = ["read_spark_catalog"]
+
+logger = logging.getLogger("relay_nb.connectors")
+_READERS = 8
+"""Threads reading columns at once: Spark's catalog answers them concurrently."""
 
 
 def read_spark_catalog(
@@ -31,30 +42,44 @@ def read_spark_catalog(
     catalog = session.catalog
     current = catalog.currentDatabase()
     wanted = {t.lower() for t in tables} if tables is not None else None
-    found: list[TableInfo] = []
+    listed: list[tuple[str | None, Any]] = []
     seen: set[tuple[str | None, str]] = set()
     for database in list(databases) if databases is not None else [current]:
         for table in catalog.listTables(database):
             schema = None if table.isTemporary else (table.namespace or [database])[-1]
             key = (schema, table.name)
-            if key in seen or not _wanted(wanted, schema, table.name):
-                continue
-            seen.add(key)
-            if time.monotonic() > deadline:
+            if key not in seen and _wanted(wanted, schema, table.name):
+                seen.add(key)
+                listed.append((schema, table))
+    # not a with-block: its exit would wait for a metastore that stopped answering
+    pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="relay-spark-catalog")
+    try:
+        futures = [pool.submit(_columns, session, s, t.name) for s, t in listed]
+        found = []
+        for (schema, table), future in zip(listed, futures, strict=True):
+            remaining = deadline - time.monotonic()
+            try:
+                columns = future.result(timeout=max(0.0, remaining))
+            except FutureTimeout:
                 raise QueryExecutionError(
-                    f"reading the Spark catalog took over {timeout_s:g} s ({len(found)} tables "
-                    "read); connect with tables=[...] or databases=[...] to read fewer"
-                )
-            qualified = table.name if schema is None else f"{schema}.{table.name}"
+                    f"reading the Spark catalog took over {timeout_s:g} s ({len(found)} of "
+                    f"{len(listed)} tables read); connect with tables=[...] or databases=[...] "
+                    "to read fewer"
+                ) from None
+            except Exception as exc:  # one unreadable table (no permission) costs only itself
+                logger.info("Spark table %s.%s left out: %r", schema, table.name, exc)
+                continue
             found.append(
                 TableInfo(
                     schema_name=schema,
                     name=table.name,
                     kind="view" if (table.tableType or "").upper().endswith("VIEW") else "table",
-                    columns=tuple(_columns(catalog, qualified)),
+                    columns=tuple(columns),
                     comment=table.description or None,
                 )
             )
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return Catalog(dialect="spark", default_schema=current, tables=tuple(found))
 
 
@@ -64,18 +89,35 @@ def _wanted(wanted: set[str] | None, schema: str | None, name: str) -> bool:
     return name.lower() in wanted or f"{schema}.{name}".lower() in wanted
 
 
-def _columns(catalog: Any, qualified: str) -> list[ColumnInfo]:
-    columns = []
-    for column in catalog.listColumns(qualified):
-        comment = column.description or None
-        if column.isPartition:
-            comment = f"{comment} (partition column)" if comment else "partition column"
-        columns.append(
-            ColumnInfo(
-                name=column.name,
-                type=str(column.dataType),
-                nullable=bool(column.nullable),
-                comment=comment,
-            )
-        )
-    return columns
+def _columns(session: Any, schema: str | None, name: str) -> list[ColumnInfo]:
+    """``DESCRIBE TABLE``'s columns, their comments, and which are partition columns (the
+    rows after ``# Partition Information``)."""
+    qualified = ".".join(_quoted(part) for part in (schema, name) if part is not None)
+    rows = session.sql(f"DESCRIBE TABLE {qualified}").collect()
+    columns: list[tuple[str, str, str | None]] = []
+    partitions: set[str] = set()
+    section = "columns"
+    for row in rows:
+        column, kind, comment = row[0] or "", row[1] or "", row[2]
+        if column == "# col_name":  # the header of the section below
+            continue
+        if column.startswith("#"):
+            section = "partitions" if column == "# Partition Information" else "other"
+            continue
+        if not column.strip():
+            section = "other"
+        elif section == "columns":
+            columns.append((column, kind, comment))
+        elif section == "partitions":
+            partitions.add(column)
+    found = []
+    for column, kind, comment in columns:
+        note = comment or None
+        if column in partitions:
+            note = f"{note} (partition column)" if note else "partition column"
+        found.append(ColumnInfo(name=column, type=kind, comment=note))
+    return found
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

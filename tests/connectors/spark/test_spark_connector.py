@@ -97,6 +97,33 @@ def test_a_timeout_cancels_the_spark_job(spark) -> None:
     assert connector.query("SELECT COUNT(*) AS n FROM orders").df["n"].tolist() == [4]
 
 
+def test_cancelling_the_turn_cancels_the_spark_job(spark) -> None:
+    """What an interrupted cell does to a running query: the task is cancelled, and with it
+    the query's Spark jobs."""
+    connector = SparkConnector("lake", spark, statement_timeout_s=120)
+    connector._group = lambda: "relay_nb-test-cancel"
+    tracker = spark.sparkContext.statusTracker()
+
+    async def cancel_after_a_second() -> None:
+        task = asyncio.ensure_future(
+            connector.aquery("SELECT COUNT(*) FROM events a JOIN events b ON a.id < b.id")
+        )
+        await asyncio.sleep(1.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(cancel_after_a_second())
+    assert time.monotonic() - started < 20
+    jobs = tracker.getJobIdsForGroup("relay_nb-test-cancel")
+    assert jobs
+    deadline = time.monotonic() + 20
+    while tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {tracker.getJobInfo(job).status for job in jobs} == {"FAILED"}
+
+
 def test_a_turn_through_the_agent_loop(spark) -> None:
     model = relay_nb.ScriptedRuntime(
         [
