@@ -29,7 +29,9 @@ from typing import Any
 TABLES = 1000
 RUNS = 3
 QUERY_RUNS = 20
-_SQL = "SELECT day, COUNT(*) AS n, SUM(amount) AS total FROM facts GROUP BY day ORDER BY day"
+_SQL = (
+    "SELECT day, COUNT(*) AS n, SUM(amount) AS total FROM default.facts GROUP BY day ORDER BY day"
+)
 
 
 def _median_ms(work: Any, runs: int) -> float:

@@ -14,9 +14,10 @@ are; a partition column says so in its comment, since filtering on it prunes who
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -26,6 +27,7 @@ from relay_nb.errors import QueryExecutionError
 __all__ = ["read_spark_catalog"]
 
 logger = logging.getLogger("relay_nb.connectors")
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _READERS = 8
 """Threads reading columns at once: Spark's catalog answers them concurrently."""
 
@@ -39,33 +41,20 @@ def read_spark_catalog(
 ) -> Catalog:
     """The tables ``session`` can query, within ``timeout_s`` (raises when it cannot)."""
     deadline = time.monotonic() + timeout_s
-    catalog = session.catalog
-    current = catalog.currentDatabase()
-    wanted = {t.lower() for t in tables} if tables is not None else None
-    listed: list[tuple[str | None, Any]] = []
-    seen: set[tuple[str | None, str]] = set()
-    for database in list(databases) if databases is not None else [current]:
-        for table in catalog.listTables(database):
-            schema = None if table.isTemporary else (table.namespace or [database])[-1]
-            key = (schema, table.name)
-            if key not in seen and _wanted(wanted, schema, table.name):
-                seen.add(key)
-                listed.append((schema, table))
     # not a with-block: its exit would wait for a metastore that stopped answering
     pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="relay-spark-catalog")
     try:
+        listing = pool.submit(_listed, session, databases, tables)
+        listed = _within(listing, deadline, timeout_s, "listing the tables")
         futures = [pool.submit(_columns, session, s, t.name) for s, t in listed]
         found = []
         for (schema, table), future in zip(listed, futures, strict=True):
-            remaining = deadline - time.monotonic()
             try:
-                columns = future.result(timeout=max(0.0, remaining))
-            except FutureTimeout:
-                raise QueryExecutionError(
-                    f"reading the Spark catalog took over {timeout_s:g} s ({len(found)} of "
-                    f"{len(listed)} tables read); connect with tables=[...] or databases=[...] "
-                    "to read fewer"
-                ) from None
+                columns = _within(
+                    future, deadline, timeout_s, f"{len(found)} of {len(listed)} tables read"
+                )
+            except QueryExecutionError:
+                raise
             except Exception as exc:  # one unreadable table (no permission) costs only itself
                 logger.info("Spark table %s.%s left out: %r", schema, table.name, exc)
                 continue
@@ -80,7 +69,42 @@ def read_spark_catalog(
             )
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    return Catalog(dialect="spark", default_schema=current, tables=tuple(found))
+    # no default database: a one-part name is what Spark resolves to a temporary view first,
+    # so only temporary views (no database here) may be named bare; every table is written
+    # database.table, and a `USE` elsewhere changes nothing
+    return Catalog(dialect="spark", default_schema=None, tables=tuple(found))
+
+
+def _within(future: Future[Any], deadline: float, timeout_s: float, done: str) -> Any:
+    try:
+        return future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except FutureTimeout:
+        raise QueryExecutionError(
+            f"reading the Spark catalog took over {timeout_s:g} s ({done}); connect with "
+            "tables=[...] or databases=[...] to read fewer"
+        ) from None
+
+
+def _listed(
+    session: Any, databases: Sequence[str] | None, tables: Sequence[str] | None
+) -> list[tuple[str | None, Any]]:
+    """``(database or None, table)`` for each table and view to read, temporary views with
+    no database."""
+    catalog = session.catalog
+    wanted = {t.lower() for t in tables} if tables is not None else None
+    listed: list[tuple[str | None, Any]] = []
+    seen: set[tuple[str | None, str]] = set()
+    if databases is None:  # the current database, and those that `tables` names
+        named = [t.rsplit(".", 1)[0] for t in tables or () if "." in t]
+        databases = list(dict.fromkeys([catalog.currentDatabase(), *named]))
+    for database in databases:
+        for table in catalog.listTables(database):
+            schema = None if table.isTemporary else (table.namespace or [database])[-1]
+            key = (schema, table.name)
+            if key not in seen and _wanted(wanted, schema, table.name):
+                seen.add(key)
+                listed.append((schema, table))
+    return listed
 
 
 def _wanted(wanted: set[str] | None, schema: str | None, name: str) -> bool:
@@ -99,17 +123,21 @@ def _columns(session: Any, schema: str | None, name: str) -> list[ColumnInfo]:
     section = "columns"
     for row in rows:
         column, kind, comment = row[0] or "", row[1] or "", row[2]
-        if column == "# col_name":  # the header of the section below
-            continue
-        if column.startswith("#"):
-            section = "partitions" if column == "# Partition Information" else "other"
-            continue
-        if not column.strip():
-            section = "other"
+        if not column.strip() and not kind.strip():
+            section = "other"  # a blank row ends a section
+        elif column.startswith("#") and not kind.strip():  # a section's title, not a column
+            section = {
+                "# Partition Information": "partitions",
+                "# Partitioning": "partitioning",
+            }.get(column.strip(), "other")
+        elif column == "# col_name":
+            continue  # the header of the partition section
         elif section == "columns":
             columns.append((column, kind, comment))
         elif section == "partitions":
             partitions.add(column)
+        elif section == "partitioning" and _PLAIN_NAME.fullmatch(kind.strip()):
+            partitions.add(kind.strip())  # DSv2 (Iceberg, Delta): "Part 0 | day"
     found = []
     for column, kind, comment in columns:
         note = comment or None

@@ -123,6 +123,8 @@ class SparkConnector(Connector):
         self.target = f"spark {session.version} ({session.sparkContext.master})"
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
+        self._cancelled: set[str] = set()
+        """Job groups cancelled while their query may still be planning."""
         self._closed = False
 
     # ------------------------------------------------------------------ schema
@@ -231,9 +233,15 @@ class SparkConnector(Connector):
         return f"relay_nb-{self.id}-{uuid.uuid4().hex[:12]}"
 
     def _cancel(self, group: str) -> None:
-        """Cancel every Spark job of the query's group (running tasks are interrupted)."""
+        """Cancel the query's Spark jobs — running ones (their tasks interrupted) and, where
+        Spark offers it, ones not yet submitted — and mark the group, so a query still being
+        planned stops before it starts any."""
+        self._cancelled.add(group)
+        context = self.session.sparkContext
         with contextlib.suppress(Exception):
-            self.session.sparkContext.cancelJobGroup(group)
+            context.cancelJobGroup(group)
+        with contextlib.suppress(Exception):  # Spark 4: also the jobs submitted later
+            context._jsc.sc().cancelJobGroupAndFutureJobs(group, "cancelled by relay_nb")
 
     def _timeout_error(self) -> QueryTimeoutError:
         return QueryTimeoutError(
@@ -245,26 +253,46 @@ class SparkConnector(Connector):
         self._check_not_closed()
         guarded = self.guard(sql)
         context = self.session.sparkContext
+        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
+        kept: list[tuple[Any, ...]] = []
         # a job group of this thread's own (PySpark pins a JVM thread to each Python thread)
         context.setJobGroup(group, f"relay_nb {self.id}: {guarded.sql[:120]}", True)
         started = time.perf_counter()
         try:
-            frame = self.session.sql(guarded.sql)
+            self._stop_if_cancelled(group)
+            frame = self.session.sql(guarded.sql)  # analysed here; jobs start when read
             columns = list(frame.columns)
-            rows = [tuple(row) for row in frame.collect()]
+            self._stop_if_cancelled(group)
+            rows = frame.toLocalIterator()
+            try:  # row by row: reading stops at the byte budget, not after the whole result
+                for row in rows:
+                    admitted = budget.admit(row)
+                    if admitted is None:
+                        break
+                    kept.append(admitted)
+                    if len(kept) > self.row_limit:
+                        break
+            finally:
+                close = getattr(rows, "close", None)
+                if close is not None:
+                    close()
+        except QueryExecutionError:
+            raise
         except Exception as exc:
+            if group in self._cancelled:
+                raise QueryExecutionError("the query was cancelled") from None
             raise QueryExecutionError(f"Spark refused the query: {_spark_message(exc)}") from None
         finally:
-            for key in (
-                "spark.jobGroup.id",
-                "spark.job.description",
-                "spark.job.interruptOnCancel",
-            ):
+            for key in _GROUP_PROPERTIES:  # the thread runs other work next
                 with contextlib.suppress(Exception):
                     context.setLocalProperty(key, None)
+            self._cancelled.discard(group)
         elapsed = (time.perf_counter() - started) * 1000
-        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
-        kept = budget.admit_all(rows)
+        if budget.full and not kept:
+            raise QueryExecutionError(
+                "the result's first row is larger than the connector's max_result_bytes, so "
+                "nothing was read; select a part of long values (substr, slice) or their size"
+            )
         truncated = budget.full or len(kept) > self.row_limit
         kept = kept[: self.row_limit]
         return QueryResult(
@@ -281,6 +309,11 @@ class SparkConnector(Connector):
             dialect=self.dialect,
             row_limit=self.row_limit if guarded.limit_injected or guarded.limit_clamped else None,
         )
+
+    def _stop_if_cancelled(self, group: str) -> None:
+        """A cancel that came while Spark analysed or planned (no job yet to cancel)."""
+        if group in self._cancelled:
+            raise QueryExecutionError("the query was cancelled before its Spark jobs started")
 
     # ------------------------------------------------------------------ model-facing
     def tools(self) -> list[Tool]:
@@ -353,8 +386,9 @@ class SparkConnector(Connector):
 
 
 def _spark_message(exc: BaseException) -> str:
-    """Spark's own first line (an AnalysisException's, not the Java stack), redacted."""
-    text = str(getattr(exc, "desc", None) or exc).strip()
+    """Spark's own first line (an AnalysisException's message, not the Java stack),
+    redacted."""
+    text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     line = redact(line)
     return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"

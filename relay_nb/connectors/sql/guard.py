@@ -374,6 +374,8 @@ _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("assignment", exp.PropertyEQ),
     ("function", exp.Func),
     ("table", exp.Table),
+    ("literal", exp.Literal),
+    ("transform", exp.QueryTransform),
 )
 
 

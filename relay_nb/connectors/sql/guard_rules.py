@@ -342,6 +342,9 @@ DENIED_FUNCTION_CLASSES: dict[type[exp.Expr], str] = {
     exp.ReadParquet: "file_access",
     exp.ToFile: "file_access",
     exp.NextValueFor: "forbidden_function",
+    # Databricks' secret('scope', 'key') returns the secret in clear (any dialect that
+    # parses it means the same)
+    exp.Secret: "forbidden_function",
 }
 """Typed sqlglot functions with side effects (the parser maps several spellings onto each)."""
 

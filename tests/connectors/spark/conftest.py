@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark", reason="pip install 'relay_nb[spark]'")
-
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    pytest.importorskip("pyspark", reason="pip install 'relay_nb[spark]'")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         if os.environ.get("CI") == "true":
             pytest.fail("no Java for Spark under CI (apt-get install openjdk-17-jre-headless)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_the_catalog_reads_tables_views_comments_and_partition_columns(lake) -> 
 def test_a_guarded_read_runs_as_spark_sql_with_its_limit_in_the_plan(lake) -> None:
     result = asyncio.run(
         lake.aquery(
-            "SELECT c.country, SUM(o.total) AS revenue FROM orders o JOIN customers c "
+            "SELECT c.country, SUM(o.total) AS revenue FROM shop.orders o JOIN shop.customers c "
             "ON c.id = o.customer_id WHERE o.status = 'paid' GROUP BY c.country "
             "ORDER BY revenue DESC"
         )
@@ -50,7 +51,7 @@ def test_a_guarded_read_runs_as_spark_sql_with_its_limit_in_the_plan(lake) -> No
     ]
     view = lake.query("SELECT t.tier, COUNT(*) AS n FROM tiers t GROUP BY t.tier")
     assert view.df.to_dict("records") == [{"tier": "gold", "n": 1}]
-    cut = lake.query("SELECT id FROM events")
+    cut = lake.query("SELECT id FROM shop.events")
     assert (cut.row_count, cut.truncated) == (50, True)
 
 
@@ -66,25 +67,77 @@ WRITES = [
     "SELECT java_method('java.lang.Runtime', 'getRuntime')",
     "SELECT * FROM orders; DROP TABLE orders",
     "CREATE TABLE shop.x AS SELECT 1 AS a",
+    # Spark's own side doors
+    "SELECT TRANSFORM(id) USING 'touch /tmp/relay_nb_transform' AS (b) FROM shop.orders",
+    "SELECT '${env:HOME}' AS home",
+    "SELECT 1 AS `${spark.app.name}`",
+    "SELECT secret('scope', 'key')",
+    "SELECT _metadata.file_path FROM shop.events",
+    "SELECT * FROM orders",  # a bare name is a temporary view's; the table is shop.orders
 ]
 
 
 @pytest.mark.parametrize("sql", WRITES)
 def test_writes_and_side_doors_are_refused_and_nothing_changes(lake, spark, sql) -> None:
     before = spark.sql("SELECT COUNT(*) FROM shop.orders").collect()[0][0]
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
     with pytest.raises(UnsafeQueryError):
         lake.query(sql)
     assert spark.sql("SELECT COUNT(*) FROM shop.orders").collect()[0][0] == before
     assert "x" not in {t.name for t in spark.catalog.listTables("shop")}
+    assert spark.conf.get("spark.sql.ansi.enabled") == ansi
+    assert not spark.catalog.isCached("shop.orders")
+    assert not Path("/tmp/relay_nb_transform").exists()
+
+
+def test_a_temporary_view_cannot_stand_in_for_an_allowed_table(spark) -> None:
+    """Spark resolves a bare name to a temporary view first: with only shop.orders allowed,
+    `orders` is refused, and shop.orders is the table, whatever view shadows its name."""
+    spark.createDataFrame([(99,)], "id INT").createOrReplaceTempView("orders")
+    connector = SparkConnector("lake", spark, tables=["shop.orders"])
+    try:
+        with pytest.raises(UnsafeQueryError, match="table_not_allowed"):
+            connector.query("SELECT COUNT(*) AS n FROM orders")
+        assert connector.query("SELECT COUNT(*) AS n FROM shop.orders").df["n"].tolist() == [4]
+    finally:
+        spark.catalog.dropTempView("orders")
+
+
+def test_reading_stops_at_the_byte_budget(spark) -> None:
+    connector = SparkConnector(
+        "lake", spark, row_limit=1000, max_value_bytes=1_000, max_result_bytes=20_000
+    )
+    result = connector.query("SELECT id, repeat('x', 500) AS pad FROM shop.events")
+    assert result.truncated and result.limit == "bytes"
+    assert 0 < result.row_count < 1000
+
+
+def test_a_query_leaves_no_job_group_on_its_thread(spark) -> None:
+    """aquery's threads are reused: the next work on one must not run in the old group."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    connector = SparkConnector("lake", spark)
+    context = spark.sparkContext
+
+    async def twice() -> list:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+        await connector.aquery("SELECT COUNT(*) FROM shop.orders")
+        left = await loop.run_in_executor(None, context.getLocalProperty, "spark.jobGroup.id")
+        await connector.aquery("SELECT COUNT(*) FROM shop.customers")
+        return [left]
+
+    assert asyncio.run(twice()) == [None]
 
 
 def test_a_timeout_cancels_the_spark_job(spark) -> None:
     connector = SparkConnector("lake", spark, statement_timeout_s=3)
-    connector._group = lambda: "relay_nb-test-timeout"  # a known group to look up
+    groups = iter(["relay_nb-test-timeout", "relay_nb-test-after"])
+    connector._group = lambda: next(groups)  # known groups to look up
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
     with pytest.raises(QueryTimeoutError, match="its Spark jobs were cancelled"):
-        connector.query("SELECT COUNT(*) FROM events a JOIN events b ON a.id < b.id")
+        connector.query("SELECT COUNT(*) FROM shop.events a JOIN shop.events b ON a.id < b.id")
     assert time.monotonic() - started < 20
     jobs = tracker.getJobIdsForGroup("relay_nb-test-timeout")
     assert jobs, "the query ran as Spark jobs of its own group"
@@ -94,19 +147,19 @@ def test_a_timeout_cancels_the_spark_job(spark) -> None:
     assert not tracker.getActiveJobsIds()
     assert {tracker.getJobInfo(job).status for job in jobs} == {"FAILED"}  # cancelled
     # the session is still usable, and the next query of the thread has no stale group
-    assert connector.query("SELECT COUNT(*) AS n FROM orders").df["n"].tolist() == [4]
+    assert connector.query("SELECT COUNT(*) AS n FROM shop.orders").df["n"].tolist() == [4]
 
 
 def test_cancelling_the_turn_cancels_the_spark_job(spark) -> None:
     """What an interrupted cell does to a running query: the task is cancelled, and with it
     the query's Spark jobs."""
     connector = SparkConnector("lake", spark, statement_timeout_s=120)
-    connector._group = lambda: "relay_nb-test-cancel"
+    connector._group = lambda: "relay_nb-test-cancel"  # one query: one group
     tracker = spark.sparkContext.statusTracker()
 
     async def cancel_after_a_second() -> None:
         task = asyncio.ensure_future(
-            connector.aquery("SELECT COUNT(*) FROM events a JOIN events b ON a.id < b.id")
+            connector.aquery("SELECT COUNT(*) FROM shop.events a JOIN shop.events b ON a.id < b.id")
         )
         await asyncio.sleep(1.5)
         task.cancel()
@@ -132,7 +185,7 @@ def test_a_turn_through_the_agent_loop(spark) -> None:
                     {
                         "name": "query_lake",
                         "input": {
-                            "sql": "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
+                            "sql": "SELECT status, COUNT(*) AS n FROM shop.orders GROUP BY status"
                         },
                     }
                 ]
@@ -145,8 +198,19 @@ def test_a_turn_through_the_agent_loop(spark) -> None:
         relay.connect("lake", spark, tables=["shop.orders", "shop.customers"])
         turn = relay.ask("How many orders per status?")
         assert turn.finish_reason == "stop"
+        assert turn.df is not None, [o.content for o in turn.tool_results]
         assert sorted(turn.df.itertuples(index=False)) == [("paid", 3), ("refunded", 1)]
         system = model.requests[0].messages[0].content
         assert "Spark connector: lake" in system and "events" not in system
+        assert "shop.orders" in system  # tables are shown, and written, database.table
     finally:
         relay.close()
+
+
+def test_tables_named_in_another_database_are_read_from_it(spark) -> None:
+    spark.catalog.setCurrentDatabase("default")
+    try:
+        connector = SparkConnector("lake", spark, tables=["shop.orders"])
+        assert connector.object_names() == ["shop.orders"]
+    finally:
+        spark.catalog.setCurrentDatabase("shop")

@@ -24,3 +24,54 @@ def test_only_a_pyspark_session_is_taken_for_one() -> None:
             relay.connect("lake", SparkSession())
     finally:
         relay.close()
+
+
+class _Row(tuple):
+    pass
+
+
+class _DescribeSession:
+    """What ``session.sql("DESCRIBE TABLE …").collect()`` gives, without Spark."""
+
+    def __init__(self, rows: list[tuple[str, str, str | None]]) -> None:
+        self.rows = rows
+
+    def sql(self, text: str) -> _DescribeSession:
+        self.asked = text
+        return self
+
+    def collect(self) -> list[tuple[str, str, str | None]]:
+        return self.rows
+
+
+def test_describe_is_read_as_columns_then_partition_columns() -> None:
+    from relay_nb.connectors.spark.catalog import _columns
+
+    session = _DescribeSession(
+        [
+            ("id", "bigint", "the row id"),
+            ("#tag", "string", None),  # a column, though its name starts with #
+            ("day", "int", None),
+            ("# Partition Information", "", ""),
+            ("# col_name", "data_type", "comment"),
+            ("day", "int", None),
+        ]
+    )
+    columns = _columns(session, "shop", "odd`name")
+    assert session.asked == "DESCRIBE TABLE `shop`.`odd``name`"
+    assert [(c.name, c.type, c.comment) for c in columns] == [
+        ("id", "bigint", "the row id"),
+        ("#tag", "string", None),
+        ("day", "int", "partition column"),
+    ]
+    iceberg = _DescribeSession(
+        [
+            ("ts", "timestamp", None),
+            ("day", "date", None),
+            ("", "", ""),
+            ("# Partitioning", "", ""),
+            ("Part 0", "day", ""),
+            ("Part 1", "years(ts)", ""),
+        ]
+    )
+    assert [c.comment for c in _columns(iceberg, None, "t")] == [None, "partition column"]
