@@ -10,14 +10,15 @@ A run (:func:`run_eval`) does three things, in order:
    turns (no conversation), each on its question's connector only (its tools and its schema:
    a bank over several databases says which one each question asks), at most
    ``concurrency`` at once, or the runtime's physical batch (``batch=True``).
-   ``max_cost_usd`` caps the whole run on one shared meter: a turn that would pass it stops,
-   and that attempt is ``over the cost cap``.
+   ``max_cost_usd`` caps the whole run on one shared meter: a turn that would pass it stops.
 3. **Scoring.** An attempt's prediction is the last result its turn read from the question's
    connector (the result the answer is about), compared with
-   :func:`~relay_nb.eval.compare.compare_results`. Without one, the turn's own outcome names
-   the miss: ``over the cost cap`` (stopped by a cap), ``error`` (a model call failed for
-   good), else the last failed query on that connector — ``refused`` by the guard,
-   ``timeout``, ``error`` — else ``no query``.
+   :func:`~relay_nb.eval.compare.compare_results` — also when a cap or the step limit
+   stopped the turn after it. Without one, the turn's own outcome names the miss:
+   ``over the cost cap`` (stopped by a cap; by the *run's* cap, the attempt is not run:
+   listed, not scored), ``error`` (a model call failed for good), else the last failed tool
+   call — ``refused`` by the guard, ``timeout``, ``error`` — else ``no query``. A model that
+   refuses its credentials stops the run as a configuration error.
 
 :func:`estimate_eval` prices a run before it starts, from the first request each question
 would send (its prompt with its resolved context and the tools) times the calls a turn
