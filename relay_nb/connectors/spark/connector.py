@@ -38,8 +38,8 @@ from relay_nb.connectors.results import QueryResult, build_frame, preview_for_mo
 from relay_nb.connectors.spark.catalog import read_spark_catalog
 from relay_nb.connectors.spark.session import is_spark_session
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
-from relay_nb.connectors.sql.ranking import SchemaRanker, search_tables
-from relay_nb.connectors.sql.render import describe_tables, render_catalog
+from relay_nb.connectors.sql.ranking import SchemaRanker
+from relay_nb.connectors.sql.render import describe_request, render_catalog
 from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact
@@ -351,13 +351,10 @@ class SparkConnector(Connector):
 
     async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
         catalog = await asyncio.to_thread(lambda: self.catalog)
-        names = list(arguments.tables)
-        if arguments.search:
-            names += [t.qualified_name for t in search_tables(catalog, arguments.search, 5)]
-        if not names:
-            listing = ", ".join(t.qualified_name for t in catalog.tables)
-            return ToolResult(content=f"tables in {self.id}: {listing}")
-        return ToolResult(content=describe_tables(catalog, list(dict.fromkeys(names))))
+        answer = describe_request(
+            catalog, arguments.tables, arguments.search, connector_id=self.id, ranker=self.ranker
+        )
+        return ToolResult(content=answer)
 
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         head = (

@@ -32,7 +32,7 @@ from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.policies import policy_for
 from relay_nb.connectors.sql.profile import MAX_ROWS, ProfileSettings, profile_catalog
-from relay_nb.connectors.sql.ranking import SchemaRanker, search_tables
+from relay_nb.connectors.sql.ranking import SchemaRanker
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
     DatabaseUnavailable,
@@ -41,7 +41,7 @@ from relay_nb.connectors.sql.readonly import (
     parse_url,
     run_read_only,
 )
-from relay_nb.connectors.sql.render import describe_tables, render_catalog
+from relay_nb.connectors.sql.render import describe_request, render_catalog
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
@@ -444,14 +444,10 @@ class SQLConnector(Connector):
 
     async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
         catalog = await asyncio.to_thread(lambda: self.catalog)
-        names = list(arguments.tables)
-        if arguments.search:
-            found = search_tables(catalog, arguments.search, 5, self.ranker)
-            names += [t.qualified_name for t in found]
-        if not names:
-            listing = ", ".join(t.qualified_name for t in catalog.tables)
-            return ToolResult(content=f"tables in {self.id}: {listing}")
-        return ToolResult(content=describe_tables(catalog, list(dict.fromkeys(names))))
+        answer = describe_request(
+            catalog, arguments.tables, arguments.search, connector_id=self.id, ranker=self.ranker
+        )
+        return ToolResult(content=answer)
 
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         head = (

@@ -42,6 +42,7 @@ from relay_nb.runtime.types import estimate_tokens
 __all__ = [
     "LEGEND",
     "RenderedSchema",
+    "describe_request",
     "describe_tables",
     "estimate_tokens",
     "render_catalog",
@@ -419,6 +420,25 @@ def _case_folding(dialect: str) -> Callable[[str], str] | None:
 
 
 # -- describe ---------------------------------------------------------------------------------
+
+
+def describe_request(
+    catalog: Catalog,
+    tables: Sequence[str],
+    search: str | None,
+    *,
+    connector_id: str,
+    ranker: SchemaRanker | None = None,
+) -> str:
+    """What a ``describe_<id>`` tool answers: the named tables and the five that ``search``
+    finds, in full — or, asked for nothing, the list of the catalog's tables."""
+    names = list(tables)
+    if search:
+        names += [t.qualified_name for t in search_tables(catalog, search, 5, ranker)]
+    if not names:
+        listing = ", ".join(t.qualified_name for t in catalog.tables)
+        return f"tables in {connector_id}: {listing}"
+    return describe_tables(catalog, list(dict.fromkeys(names)))
 
 
 def describe_tables(catalog: Catalog, names: Sequence[str]) -> str:

@@ -34,6 +34,11 @@ def test_the_catalog_reads_tables_views_comments_and_partition_columns(lake) -> 
     prompt = lake.prompt_context(question="revenue of paid orders")
     assert "### Spark connector: lake — Spark SQL, read-only" in prompt
     assert "orders" in prompt and "query_lake" in prompt
+    describe = {tool.name: tool for tool in lake.tools()}["describe_lake"]
+    found = asyncio.run(describe.run({"tables": ["shop.events"]}))
+    assert "day" in found.content and "partition column" in found.content
+    listing = asyncio.run(describe.run({}))
+    assert listing.content.startswith("tables in lake: ") and "shop.orders" in listing.content
 
 
 def test_a_guarded_read_runs_as_spark_sql_with_its_limit_in_the_plan(lake) -> None:
