@@ -38,10 +38,11 @@ def rule(sql: str, dialect: str) -> str:
 def test_the_issue_s_families_exist_and_claim_their_dialects() -> None:
     names = {family.name: family for family in FAMILIES}
     assert {"postgres", "mysql", "sqlite", "duckdb", "snowflake", "bigquery", "trino"} <= set(names)
-    assert {"spark", "clickhouse", "tsql"} <= set(names)
-    assert policy_for("redshift") is names["postgres"]
+    assert {"spark", "databricks", "redshift", "clickhouse", "tsql"} <= set(names)
+    assert issubclass(policy_for("redshift"), names["postgres"])  # PostgreSQL's, and its own
     assert policy_for("presto") is policy_for("athena") is names["trino"]
-    assert policy_for("databricks") is policy_for("hive") is names["spark"]
+    assert policy_for("hive") is names["spark"]
+    assert issubclass(policy_for("databricks"), names["spark"])
     assert policy_for("SNOWFLAKE") is names["snowflake"]
     for sqlglot_name in _SQLALCHEMY_TO_SQLGLOT.values():  # every dialect relay_nb connects to
         assert policy_for(sqlglot_name) is not PlainReadPolicy, sqlglot_name
@@ -143,3 +144,47 @@ def test_family_data_allows_and_refuses_its_own_names() -> None:
     assert guard("SELECT 1 AS one FROM dual", "oracle").tables == ()  # DUAL is no table
     assert guard("SELECT id FROM main.orders", "sqlite").tables == ("orders",)
     assert rule("SELECT id FROM main.orders", "duckdb") == "table_not_allowed"
+
+
+# -- names as each warehouse compares them ------------------------------------------------------
+
+
+def test_snowflake_reads_sqlalchemy_s_lowercase_names_as_the_uppercase_ones() -> None:
+    """snowflake-sqlalchemy reports ORDERS as ``orders`` (its normalize_name): that catalog
+    name is the table unquoted names reach, and a quoted lowercase "orders" is another."""
+    allowed = {("analytics", "orders")}
+
+    def run(sql: str) -> str:
+        return guard_query(
+            sql, dialect="snowflake", allowed_tables=allowed, default_schema="analytics",
+            row_limit=10,
+        ).tables[0]  # fmt: skip
+
+    assert (
+        run("SELECT * FROM orders") == run("SELECT * FROM ANALYTICS.Orders") == "ANALYTICS.ORDERS"
+    )
+    with pytest.raises(UnsafeQueryError, match="not a table you may read"):
+        run('SELECT * FROM "orders"')
+
+
+def test_bigquery_datasets_and_tables_compare_exactly() -> None:
+    allowed = {("analytics", "orders")}
+    for sql in ("SELECT * FROM analytics.Orders", "SELECT * FROM `Analytics.orders`"):
+        with pytest.raises(UnsafeQueryError, match="not a table you may read"):
+            guard_query(
+                sql, dialect="bigquery", allowed_tables=allowed, default_schema="analytics",
+                row_limit=10,
+            )  # fmt: skip
+
+
+def test_clickhouse_caps_a_per_group_limit_and_keeps_it_as_written() -> None:
+    guarded = guard_query(
+        "SELECT region, amount FROM orders ORDER BY amount DESC LIMIT 500 BY region",
+        dialect="clickhouse", allowed_tables={(None, "orders")}, default_schema=None,
+        row_limit=100,
+    )  # fmt: skip
+    assert guarded.sql == (
+        "SELECT * FROM (SELECT region, amount FROM orders ORDER BY amount DESC "
+        "LIMIT 500 BY region) AS capped LIMIT 100"
+    )
+    assert (guarded.limit, guarded.limit_injected) == (100, True)

@@ -42,13 +42,14 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 
 from relay_nb.connectors.sql import (
-    dialects,  # noqa: F401 - registers "mariadb" with sqlglot
+    dialects,  # registers "mariadb" with sqlglot; the warehouses' guard dialects
     guard_output,
     guard_text,
 )
 from relay_nb.connectors.sql import guard_rules as rules
-from relay_nb.connectors.sql.guard_limit import apply_limit
+from relay_nb.connectors.sql.guard_limit import apply_limit, cap_per_group_limit
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy, policy_for
+from relay_nb.connectors.sql.policies.as_written import keep_as_written
 from relay_nb.connectors.sql.policies.base import node_word
 from relay_nb.errors import ConfigurationError, UnsafeQueryError
 
@@ -137,14 +138,19 @@ def _guard_once(
     guard_text.refuse_deep_nesting(statement)
     guard_text.refuse_costly_subscripts(statement, engine)
     tree = guard_text.parse_statement(sql, statement, engine)
+    keep_as_written(tree, statement, policy.as_written)
     query = _query_root(tree)
     found = _walk(tree, engine, policy)
     policy.check(tree, "tree", found)  # rules over the whole query (the value-size rule)
     found.raise_first()
-    strategy = engine.normalization_strategy
-    tables = _check_tables(
-        found.tables, _allowlist(allowed_tables, strategy), default_schema, policy, strategy
-    )
+    strategy = _table_strategy(policy, engine.normalization_strategy)
+    allowed = _allowlist(allowed_tables, strategy)
+    _refuse_schema_like_paths(found.alias_paths, allowed, default_schema, strategy)
+    tables = _check_tables(found.tables, allowed, default_schema, policy, strategy)
+    capped = cap_per_group_limit(query)
+    if capped is not None:
+        tree = capped if query is tree else tree
+        query = capped
     limit, injected, clamped = apply_limit(query, row_limit)
     return GuardedQuery(
         sql=guard_output.generate(tree, engine, nodes=found.nodes),
@@ -167,6 +173,8 @@ _OUTPUT = (rules.MAX_OUTPUT_CHARS, 2 * rules.MAX_TOKENS)
 
 @lru_cache(maxsize=64)
 def _dialect(name: str) -> Dialect:
+    if name.lower() in dialects.GUARD_DIALECTS:
+        return dialects.GUARD_DIALECTS[name.lower()]()
     try:
         return Dialect.get_or_raise(name)
     except ValueError:
@@ -300,6 +308,8 @@ def _push_ctes(
     """
     names: dict[str, int] = {}
     for index, cte in enumerate(with_.expressions):
+        if cte.args.get("scalar"):  # ClickHouse's WITH 100 AS n: a value, never a table
+            continue
         names.setdefault(_identifier_key(cte.args["alias"].this, strategy), index)
     recursive = bool(with_.args.get("recursive"))
     for i, cte in enumerate(with_.expressions):
@@ -388,9 +398,24 @@ def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
 
     PostgreSQL keeps ``Customers`` and ``customers`` apart (only unquoted references fold),
     and MySQL with case-sensitive table names does too; comparing them case-insensitively
-    would let a quoted ``"Customers"`` read a table the allowlist never named.
+    would let a quoted ``"Customers"`` read a table the allowlist never named. Where unquoted
+    names fold to upper case (Snowflake, Oracle), SQLAlchemy reports such a name in lower
+    case (``ORDERS`` as ``orders``): an all-lowercase catalog name is that name in upper
+    case, as SQLAlchemy's own ``denormalize_name`` reads it.
     """
-    return guard_text.fold(name) if strategy in _ALWAYS_FOLDED else name
+    if strategy in _ALWAYS_FOLDED:
+        return guard_text.fold(name)
+    if strategy is NormalizationStrategy.UPPERCASE and name == name.lower():
+        return guard_text.upper(name)
+    return name
+
+
+def _table_strategy(
+    policy: type[GuardPolicy], strategy: NormalizationStrategy
+) -> NormalizationStrategy:
+    """How table and schema names compare: the dialect's rule, unless the family says its
+    table names are case-sensitive whatever its columns do (BigQuery's datasets and tables)."""
+    return NormalizationStrategy.CASE_SENSITIVE if policy.case_sensitive_tables else strategy
 
 
 def _allowlist(
@@ -399,6 +424,33 @@ def _allowlist(
     return frozenset(
         (_catalog_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
     )
+
+
+_SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_internal", "public"})
+
+
+def _refuse_schema_like_paths(
+    aliases: Sequence[exp.Identifier],
+    allowed: frozenset[tuple[str | None, str]],
+    default_schema: str | None,
+    strategy: NormalizationStrategy,
+) -> None:
+    """``FROM orders AS analytics, analytics.secrets``: a path from an alias named like a
+    schema may be read as that schema's table; refused (see policies/redshift.py)."""
+    if not aliases:
+        return
+    schemas = {schema for schema, _ in allowed if schema} | _SYSTEM_SCHEMAS
+    if default_schema:
+        schemas.add(_catalog_key(default_schema, strategy))
+    for alias in aliases:
+        key = _identifier_key(alias, strategy)
+        if key in schemas or guard_text.fold(key) in _SYSTEM_SCHEMAS:
+            guard_text.refuse(
+                "table_not_allowed",
+                f"the alias {guard_text.short(alias.name)} is also a schema's name, so "
+                f"{guard_text.short(alias.name)}.… may be read as a table; give the alias "
+                "another name",
+            )
 
 
 def _check_tables(

@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from relay_nb.errors import UnsafeQueryError
 
-__all__ = ["apply_limit"]
+__all__ = ["apply_limit", "cap_per_group_limit"]
 
 
 def _refuse(rule: str, message: str) -> NoReturn:
@@ -86,3 +86,18 @@ def _constant_int(node: exp.Expr | None) -> int | None:
 
 
 _ARITHMETIC = {exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.mul}
+
+
+def cap_per_group_limit(query: exp.Query) -> exp.Query | None:
+    """ClickHouse's ``LIMIT n BY cols`` keeps n rows *per group*: no cap on the result. The
+    query, its own ``LIMIT … BY`` as written, becomes the subquery of one that the outermost
+    LIMIT can bound (``SELECT * FROM (…) AS capped``); None when the query has none."""
+    existing = query.args.get("limit")
+    if not (isinstance(existing, exp.Limit) and existing.expressions):
+        return None
+    placeholder = exp.Null()
+    query.replace(placeholder)
+    subquery = exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("capped")))
+    capped = exp.select("*").from_(subquery)
+    placeholder.replace(capped)
+    return capped

@@ -144,12 +144,22 @@ STRUCTURAL_REFUSALS: dict[str, tuple[int, str, str]] = {
         "server_variable",
         "remove the SETTINGS clause: per-query settings can override the statement timeout",
     ),
+    "format": (
+        3,
+        "server_variable",
+        "remove the FORMAT clause: relay_nb reads results in the driver's own format",
+    ),
 }
 """Clauses refused wherever they appear: (priority, rule, message). Lower priority wins when
 a query breaks several rules, so the model hears about the most fundamental problem first."""
 
-SELECT_CLAUSE_REFUSALS: dict[str, str] = {"settings": "settings", "options": "hint"}
-"""SELECT arguments refused when present: ClickHouse ``SETTINGS …``, T-SQL ``OPTION (…)``."""
+SELECT_CLAUSE_REFUSALS: dict[str, str] = {
+    "settings": "settings",
+    "format": "format",
+    "options": "hint",
+}
+"""SELECT arguments refused when present: ClickHouse ``SETTINGS …`` and ``FORMAT …`` (the
+client parses the server's answer in the format it asked for), T-SQL ``OPTION (…)``."""
 
 MAX_SQL_CHARS = 100_000
 """Longer input is refused before tokenising: no analytic query needs it, and it bounds the

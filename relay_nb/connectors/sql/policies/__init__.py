@@ -14,8 +14,9 @@ from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
 from relay_nb.connectors.sql.policies.mysql import MySQLPolicy
 from relay_nb.connectors.sql.policies.oracle import OraclePolicy
 from relay_nb.connectors.sql.policies.postgres import PostgresPolicy
+from relay_nb.connectors.sql.policies.redshift import RedshiftPolicy
 from relay_nb.connectors.sql.policies.snowflake import SnowflakePolicy
-from relay_nb.connectors.sql.policies.spark import SparkPolicy
+from relay_nb.connectors.sql.policies.spark import DatabricksPolicy, SparkPolicy
 from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
 from relay_nb.connectors.sql.policies.trino import TrinoPolicy
 from relay_nb.connectors.sql.policies.tsql import TSQLPolicy
@@ -30,7 +31,9 @@ FAMILIES: tuple[type[GuardPolicy], ...] = (
     SnowflakePolicy,
     BigQueryPolicy,
     TrinoPolicy,
+    RedshiftPolicy,
     SparkPolicy,
+    DatabricksPolicy,
     ClickHousePolicy,
     TSQLPolicy,
     OraclePolicy,

@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from relay_nb.connectors.sql import guard_rules as shared
 from relay_nb.connectors.sql import guard_text
+from relay_nb.connectors.sql.policies.as_written import AsWritten
 
 __all__ = [
     "GuardPolicy",
@@ -59,6 +60,9 @@ class Findings:
     violations: list[_Violation] = field(default_factory=list)
     tables: list[exp.Table] = field(default_factory=list)
     nodes: int = 0
+    alias_paths: list[exp.Identifier] = field(default_factory=list)
+    """Aliases a ``FROM`` path navigates from (Redshift's ``FROM t AS a, a.items``): refused
+    when named like a schema, where the engine may read the path as a table."""
     unvetted: list[str] = field(default_factory=list)
     """Functions called that sqlglot does not know (an extension's, a user's): nothing says
     they leave no state on the session, so the session is reset after the query."""
@@ -110,6 +114,8 @@ def bodies_are_queries(node: exp.Expr, policy: type[GuardPolicy], found: Finding
     """
     if isinstance(node.this, _BODY_CLASSES) or _parenthesised_join(node):
         return
+    if node.args.get("scalar") and not isinstance(node.this, _STATEMENT_CLASSES):
+        return  # ClickHouse's WITH <expression> AS name: a value, walked like any other
     found.add(0, "forbidden_statement", "every CTE and subquery must be a SELECT")
 
 
@@ -195,7 +201,7 @@ def check_function(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -
     unknown = isinstance(node, exp.Anonymous | exp.AnonymousAggFunc)
     if unknown:
         found.unvetted.append(names[0])
-    if unknown and not policy.unknown_functions and names[0] not in shared.SAFE_FUNCTIONS:
+    if unknown and not policy.unknown_functions and not policy.knows(names[0]):
         found.add(
             4,
             "forbidden_function",
@@ -262,6 +268,15 @@ class GuardPolicy:
     unknown_functions: ClassVar[bool] = True
     """Whether a function sqlglot does not know may run (its name still has to pass the
     danger words)."""
+    known_functions: ClassVar[frozenset[str]] = frozenset()
+    """Lowercased names of plain functions of this dialect that sqlglot does not model: they
+    may run where unknown functions may not (they still pass the denylists)."""
+    as_written: ClassVar[tuple[AsWritten, ...]] = ()
+    """Calls written back as the model wrote them where sqlglot's reading would change their
+    meaning (:mod:`.as_written`)."""
+    case_sensitive_tables: ClassVar[bool] = False
+    """Table and schema names compare exactly, whatever the dialect's rule for other names
+    (BigQuery: datasets and tables are case-sensitive, columns are not)."""
     embedded: ClassVar[bool] = False
     """An in-process database in a file (SQLite, DuckDB): connection advice names the file."""
     dates_as_text: ClassVar[bool] = False
@@ -284,6 +299,12 @@ class GuardPolicy:
         ("datatype", refuse_catalog_types),
         ("function", check_function),
     )
+
+    @classmethod
+    def knows(cls, name: str) -> bool:
+        """Whether ``name`` (lowercased) is a plain function here though sqlglot does not
+        model it: a shared safe one, or one of the family's own."""
+        return name in shared.SAFE_FUNCTIONS or name in cls.known_functions
 
     @classmethod
     def check(cls, node: exp.Expr, kind: str, found: Findings) -> None:

@@ -4,7 +4,7 @@ Its own: the set-returning functions analysts use in ``FROM`` (JSON expansion, r
 ``generate_subscripts``), ``TABLE name`` as a statement, the search path pinned per query
 (a same-named table earlier on a role's path must not win over the one the guard resolved),
 and ``pg_typeof`` kept where its catalog-typed result cannot meet a string.
-Redshift is a PostgreSQL dialect here until the warehouse corpus gives it rules of its own.
+Redshift's own rules are in :mod:`.redshift`, which builds on these.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _meets_nothing(node: exp.Expr) -> bool:
 
 class PostgresPolicy(GuardPolicy):
     name = "postgres"
-    dialects = ("postgres", "redshift", "materialize", "risingwave")
+    dialects = ("postgres", "materialize", "risingwave")
     table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset(
         {
             "generate_subscripts", "json_array_elements", "json_array_elements_text",

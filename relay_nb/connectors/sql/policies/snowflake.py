@@ -1,9 +1,11 @@
-"""Snowflake: plain reads only until the warehouse corpus gives it a full policy.
+"""Snowflake: plain reads, its functions, and its side doors shut.
 
-Its own rule: a stage (``@my_stage``, ``@~``, ``@%table``) in ``FROM`` reads staged files, so
-it is refused as file access, with that said to the model. ``SYSTEM$…`` functions, ``CALL``,
-``EXECUTE IMMEDIATE``, ``PUT``/``GET``/``LIST`` and ``COPY INTO`` are refused by the shared
-prefixes and command rules; ``FLATTEN`` may expand semi-structured values in ``FROM``.
+Functions: those sqlglot knows and Snowflake's own plain ones it does not (:data:`_KNOWN`);
+any other name may be an external function (rows sent to a remote service) or a UDF, and is
+refused. Its own rule: a stage (``@my_stage``, ``@~``, ``@%table``) in ``FROM`` reads staged
+files, so it is refused as file access, with that said to the model. ``SYSTEM$…`` functions,
+``CALL``, ``EXECUTE IMMEDIATE``, ``PUT``/``GET``/``LIST`` and ``COPY INTO`` are refused by the
+shared prefixes and command rules; ``FLATTEN`` may expand semi-structured values in ``FROM``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,15 @@ from relay_nb.connectors.sql import guard_rules as shared
 from relay_nb.connectors.sql.policies.base import Findings, GuardPolicy, PlainReadPolicy
 
 __all__ = ["SnowflakePolicy", "refuse_stages"]
+
+_KNOWN = frozenset(
+    {
+        "as_double", "as_integer", "as_varchar", "conditional_change_event",
+        "conditional_true_event", "h3_latlng_to_cell", "hash", "haversine", "is_decimal",
+        "is_integer", "ratio_to_report", "st_x", "st_y", "to_object", "to_timestamp",
+        "to_timestamp_ltz", "to_timestamp_ntz", "to_timestamp_tz", "try_to_timestamp"
+    }
+)  # fmt: skip
 
 
 def refuse_stages(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
@@ -27,4 +38,5 @@ class SnowflakePolicy(PlainReadPolicy):
     name = "snowflake"
     dialects = ("snowflake",)
     table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset({"flatten"})
+    known_functions = _KNOWN
     rules = (*PlainReadPolicy.rules, ("table", refuse_stages))

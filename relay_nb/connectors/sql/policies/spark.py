@@ -1,4 +1,5 @@
-"""Spark SQL, Databricks and Hive: plain reads, and Spark's own side doors shut.
+"""Spark SQL, Databricks and Hive: plain reads, their functions, and Spark's own side doors
+shut. Functions: those sqlglot knows and Spark's plain ones it does not (:data:`_KNOWN`).
 
 Their own data: ``reflect`` and ``java_method`` call Java methods by name, ``try_secret``
 returns a Databricks secret in clear (``secret`` too: sqlglot models it, and the shared
@@ -22,9 +23,35 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from relay_nb.connectors.sql.policies.as_written import AsWritten, plain_call
 from relay_nb.connectors.sql.policies.base import Findings, GuardPolicy, PlainReadPolicy
 
-__all__ = ["SparkPolicy"]
+__all__ = ["DatabricksPolicy", "SparkPolicy"]
+
+_KNOWN = frozenset(
+    {
+        "array_repeat", "array_union", "arrays_overlap", "bin", "bround", "cardinality", "conv",
+        "count_min_sketch", "crc32", "date_part", "datediff", "every", "forall",
+        "format_number", "get", "h3_longlatash3", "h3_polyfillash3", "hash", "is_variant_null",
+        "json_array_length", "json_tuple", "make_date", "map_concat", "map_entries",
+        "map_filter", "map_values", "nullifzero", "pmod", "schema_of_json", "session_window",
+        "some", "to_varchar", "transform_keys", "transform_values", "try_avg", "try_parse_json",
+        "try_sum", "try_to_number", "try_to_timestamp", "try_variant_get", "variant_get",
+        "version", "weekday", "window", "xxhash64", "zeroifnull"
+    }
+)  # fmt: skip
+"""Spark's and Databricks' plain functions sqlglot does not model."""
+
+_TWO_ARGUMENT_DATEDIFF = AsWritten(
+    node=exp.DateDiff,
+    spellings=frozenset({"DATEDIFF", "DATE_DIFF", "TIMESTAMPDIFF"}),
+    kept=lambda name, arity: name in ("DATEDIFF", "DATE_DIFF") and arity == 2,
+    write=plain_call("DATEDIFF", "this", "expression"),
+    mixed=(
+        "datediff(end, start) and DATEDIFF(unit, start, end) read alike to the guard, so it "
+        "cannot keep both in one query; write every difference in one form"
+    ),
+)
 
 _SUBSTITUTED = "${"
 
@@ -59,7 +86,8 @@ def refuse_file_metadata(node: exp.Expr, policy: type[GuardPolicy], found: Findi
 
 class SparkPolicy(PlainReadPolicy):
     name = "spark"
-    dialects = ("spark", "spark2", "databricks", "hive")
+    dialects = ("spark", "spark2", "hive")
+    known_functions = _KNOWN
     denied_functions = frozenset(
         {"reflect", "java_method", "assert_true", "raise_error", "try_secret"}
     )
@@ -69,3 +97,13 @@ class SparkPolicy(PlainReadPolicy):
         ("literal", refuse_substitution),
         ("identifier", refuse_file_metadata),
     )
+
+
+class DatabricksPolicy(SparkPolicy):
+    """Spark's rules; and Databricks' two-argument ``datediff(end, start)`` (days between the
+    two *dates*) kept as written: sqlglot's Databricks reads it as ``DATEDIFF(DAY, start,
+    end)``, whole days between *timestamps* (:mod:`.as_written`)."""
+
+    name = "databricks"
+    dialects = ("databricks",)
+    as_written = (_TWO_ARGUMENT_DATEDIFF,)
