@@ -10,6 +10,7 @@ exception that would end the turn.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import json
@@ -30,10 +31,12 @@ from relay_nb.redaction import redact
 
 __all__ = [
     "TOOL_NAME",
+    "ApprovalAsk",
     "Failure",
     "Tool",
     "ToolHandler",
     "ToolResult",
+    "ask_approval",
     "short_float",
     "tool_from_function",
 ]
@@ -46,6 +49,34 @@ _PREVIEW_CHARS = 2000
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What every provider accepts as a tool name; checked when a tool is declared, not when a
 model first sees it and rejects the whole request."""
+
+
+ApprovalAsk = Callable[[str], Awaitable[tuple[bool, str]]]
+"""``ask(reason) -> (approved, why_not)``: put the running call to the person, with a reason."""
+
+_APPROVAL: contextvars.ContextVar[ApprovalAsk | None] = contextvars.ContextVar(
+    "relay_nb_approval", default=None
+)
+
+
+async def ask_approval(reason: str) -> tuple[bool, str]:
+    """From inside a tool's handler: ask whoever runs the turn to approve this call now.
+
+    For a tool that learns only while running that it needs a yes (a query whose cost
+    estimate is over its connector's threshold); a tool that always needs one says
+    ``requires_approval``. The agent loop binds the asker for each call it runs (the same
+    approver, one question at a time); called anywhere else there is nobody to ask, and the
+    answer is no.
+    """
+    ask = _APPROVAL.get()
+    if ask is None:
+        return False, "nobody was there to approve it (no turn is running)"
+    return await ask(reason)
+
+
+def bind_approval(ask: ApprovalAsk | None) -> None:
+    """Set the asker for the current task's context (the agent loop, per tool call)."""
+    _APPROVAL.set(ask)
 
 
 Failure = Literal["refused", "timeout", "error", "denied", "cancelled"]

@@ -24,7 +24,7 @@ from relay_nb.testing.shell import TestingShell
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 FENCE = re.compile(
     r"^(?:<!-- not run: (?P<reason>[^>]+) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.M | re.S
 )
@@ -42,7 +42,7 @@ def shell() -> TestingShell:
     return TestingShell()
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_code_blocks_run(page: Path, shell: TestingShell, tmp_path: Path, monkeypatch) -> None:
     from relay_nb.facade import default as facade
 

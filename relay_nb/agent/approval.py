@@ -32,6 +32,9 @@ class ApprovalRequest(BaseModel):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
     description: str = ""
+    reason: str = ""
+    """Why this call needs a yes now (a cost estimate over the connector's threshold), for a
+    tool that asked while running; empty for a tool that always needs approval."""
 
 
 Approver = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]

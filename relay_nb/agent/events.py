@@ -62,6 +62,8 @@ class ToolAwaitingApprovalEvent(_Event):
     tool_call_id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+    """Why it needs approval now (e.g. its cost estimate); empty when the tool always does."""
 
 
 class ToolResultEvent(_Event):

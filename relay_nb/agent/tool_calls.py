@@ -25,7 +25,7 @@ from relay_nb.agent.approval import ApprovalRequest, Approver, ask_approver
 from relay_nb.agent.events import Event, ToolAwaitingApprovalEvent
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import ToolCall
-from relay_nb.tools import Failure, Tool, ToolResult
+from relay_nb.tools import ApprovalAsk, Failure, Tool, ToolResult, bind_approval
 
 __all__ = ["CANCELLED_RESULT", "ToolOutcome", "current_tool_call_id", "execute_calls"]
 
@@ -68,8 +68,29 @@ async def execute_calls(
     abort: AbortSignal | None,
     emit: Callable[[Event], None],
 ) -> tuple[list[ToolOutcome], bool]:
-    """Run ``calls``; returns the outcomes in call order and whether the abort signal fired."""
+    """Run ``calls``; returns the outcomes in call order and whether the abort signal fired.
+
+    A running tool may still ask for approval (:func:`relay_nb.tools.ask_approval`, e.g. a
+    query estimated over its cost threshold): it is asked through the same approver, one
+    question at a time."""
     verdicts: dict[str, ToolResult] = {}
+    asking = asyncio.Lock()
+
+    def asker(call: ToolCall) -> ApprovalAsk:
+        async def ask(reason: str) -> tuple[bool, str]:
+            async with asking:
+                emit(
+                    ToolAwaitingApprovalEvent(
+                        tool_call_id=call.id, name=call.name, input=call.input, reason=reason
+                    )
+                )
+                request = ApprovalRequest(
+                    tool_call_id=call.id, name=call.name, input=call.input, reason=reason
+                )
+                return await ask_approver(approver, request)
+
+        return ask
+
     for call in calls:
         tool = tools.get(call.name)
         if tool is None or not tool.requires_approval:
@@ -85,7 +106,9 @@ async def execute_calls(
         if not approved:
             verdicts[call.id] = ToolResult(content=reason, is_error=True, failure="denied")
     tasks = [
-        asyncio.ensure_future(_run_one(call, tools)) if call.id not in verdicts else None
+        asyncio.ensure_future(_run_one(call, tools, asker(call)))
+        if call.id not in verdicts
+        else None
         for call in calls
     ]
     running = [task for task in tasks if task is not None]
@@ -162,8 +185,9 @@ async def _until_abort(awaitable: Any, abort: AbortSignal | None) -> Any:
     return None
 
 
-async def _run_one(call: ToolCall, tools: Mapping[str, Tool]) -> ToolOutcome:
+async def _run_one(call: ToolCall, tools: Mapping[str, Tool], ask: ApprovalAsk) -> ToolOutcome:
     _CURRENT_CALL.set(call.id)  # this task's own context: no other call sees it
+    bind_approval(ask)
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"

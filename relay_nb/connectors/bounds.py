@@ -85,13 +85,16 @@ def check_byte_limits(max_value_bytes: Any, max_result_bytes: Any) -> tuple[int,
     return max_value_bytes, max_result_bytes
 
 
-def describe_bytes(size: int) -> str:
-    """``16 MiB``, ``1.5 KiB``, ``300 bytes``: sizes as people read them."""
-    if size < 1024:
+def describe_bytes(size: int, *, decimal: bool = False) -> str:
+    """``16 MiB``, ``1.5 KiB``, ``300 bytes``: sizes as people read them; ``decimal`` in the
+    units warehouses bill scans in (``1.4 GB``)."""
+    step = 1000 if decimal else 1024
+    if size < step:
         return f"{size:,} bytes"
-    amount, units = size / 1024, ["KiB", "MiB", "GiB", "TiB"]
-    while amount >= 1024 and len(units) > 1:
-        amount /= 1024
+    amount = size / step
+    units = ["KB", "MB", "GB", "TB", "PB"] if decimal else ["KiB", "MiB", "GiB", "TiB"]
+    while amount >= step and len(units) > 1:
+        amount /= step
         units.pop(0)
     return f"{amount:.1f}".removesuffix(".0") + f" {units[0]}"
 

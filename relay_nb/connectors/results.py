@@ -33,6 +33,7 @@ from relay_nb.connectors.bounds import (
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
 )
+from relay_nb.connectors.preflight import Estimate
 from relay_nb.redaction import SecretPatterns, secret_patterns
 from relay_nb.tools import short_float
 
@@ -79,6 +80,9 @@ class QueryResult(BaseModel):
     row_limit: int | None = None
     """The connector's row limit when ``executed_sql`` fetches one row past it (``LIMIT
     row_limit + 1``): views show the analyst's limit, not that internal fetch size."""
+    estimate: Estimate | None = None
+    """What the engine expected the query to scan, asked before it ran (the connector's
+    preflight, :mod:`relay_nb.connectors.preflight`); None without one."""
 
     def __repr__(self) -> str:
         more = ", truncated" if self.truncated else ""

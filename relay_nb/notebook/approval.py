@@ -122,6 +122,7 @@ class ButtonApprover:
             request.name,
             lambda _approved, _note: answered.set(),
             unanswered=f"denied if not answered within {duration(self.timeout_s)}",
+            reason=request.reason,
         )
         if controls is None:  # not shown in this view: ask the plain way
             return await ask_with_input(request)
@@ -189,7 +190,8 @@ def wait_for_click(
 async def ask_with_input(request: ApprovalRequest) -> bool:
     """The fallback approver: a prompt on the cell's own thread (``input()``)."""
     shown = ", ".join(f"{k}={v!r}" for k, v in request.input.items())
-    prompt = f"relay_nb: allow {request.name}({shown})? [y/N] "
+    why = f" ({request.reason})" if request.reason else ""
+    prompt = f"relay_nb: allow {request.name}({shown}){why}? [y/N] "
     try:
         answer = await call_in_caller(lambda: input(prompt))
     except CallerInterrupted:

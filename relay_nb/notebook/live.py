@@ -238,10 +238,12 @@ class LiveTurnView:
         on_answer: Callable[[bool, str], None],
         *,
         unanswered: str = "",
+        reason: str = "",
     ) -> ApprovalControls | None:
         """Show Approve / Deny under the call's entry (opened, so its input is visible);
         ``on_answer(approved, note)`` is called once, by the first answer; ``unanswered``
-        says what happens without one. None when the call has no entry here."""
+        says what happens without one, ``reason`` why this call needs a yes (its cost
+        estimate). None when the call has no entry here."""
         entry = self._calls.get(tool_call_id)
         if entry is None or self._closed:
             return None
@@ -257,6 +259,8 @@ class LiveTurnView:
 
         controls = ApprovalControls(self._widgets, name, settle)
         waiting = f"waiting for your approval of {name}: Approve or Deny below"
+        if reason:
+            waiting = f"{name}: {reason}. Approve or Deny below"
         self._ask(tool_call_id, controls, f"[{index}] {name} · waiting for your approval")
         self._set_status(f"{waiting} ({unanswered})" if unanswered else waiting)
         return controls

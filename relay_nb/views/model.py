@@ -222,7 +222,8 @@ class TurnView(BaseModel):
         call = self.call(event.tool_call_id)
         if call is not None:
             call.state = "awaiting_approval"
-        self.phase = f"{event.name} needs your approval"
+        reason = getattr(event, "reason", "")
+        self.phase = f"{event.name} needs your approval" + (f": {reason}" if reason else "")
         return call
 
     def _on_tool_result(self, event: Any) -> CallView:
@@ -309,7 +310,8 @@ def describe_usage(
 
 
 def status_of(artifact: Any) -> str:
-    """A result's row count (and whether more exist), or ``ok``."""
+    """A result's row count (and whether more exist), and the engine's estimate of what it
+    scanned when the connector asked first (its preflight); or ``ok``."""
     rows = getattr(artifact, "row_count", None)
     if rows is None:
         return "ok"
@@ -317,7 +319,9 @@ def status_of(artifact: Any) -> str:
     if getattr(artifact, "truncated", False):
         bytes_ = getattr(artifact, "limit", "rows") == "bytes"
         more = " (stopped at the byte limit)" if bytes_ else " (more exist)"
-    return f"{rows:,} row{'s' if rows != 1 else ''}{more}"
+    estimate = getattr(artifact, "estimate", None)
+    planned = f" · estimated {estimate.brief()}" if estimate is not None else ""
+    return f"{rows:,} row{'s' if rows != 1 else ''}{more}{planned}"
 
 
 def sql_of(outcome: ToolOutcome) -> str:

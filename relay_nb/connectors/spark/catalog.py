@@ -1,10 +1,12 @@
 """Reading what a Spark session can query: databases, tables and views, columns.
 
-Spark answers columns per table: the tables are listed first (``listTables``), then each
-one's ``DESCRIBE TABLE`` read by a few threads at once (each Python thread drives its own JVM
-thread). ``DESCRIBE`` rather than the catalog API's ``listColumns``, which costs about five
-times more per table (benchmarks/spark.py measures both); it gives column comments and the
-partition columns too. The read is bounded by
+The tables are listed first (``listTables``, one call per database), then their columns: on a
+classic session all at once from the session catalog (:mod:`.metastore`: one metastore call),
+else — Spark Connect, another catalog, temporary views — each one's ``DESCRIBE TABLE``, read
+by a few threads at once (each Python thread drives its own JVM thread). ``DESCRIBE`` rather
+than the catalog API's ``listColumns``, which costs about five times more per table
+(benchmarks/spark.py measures all three); it gives column comments and the partition columns
+too. The read is bounded by
 the caller's deadline and by the allowlist the analyst gives (``databases``, ``tables``): a
 catalog that cannot be read in time says so, with the fix, instead of hanging the connect.
 Temporary views (``df.createOrReplaceTempView``) are tables with no database, as SQLite's
@@ -13,6 +15,7 @@ are; a partition column says so in its comment, since filtering on it prunes who
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -21,6 +24,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from relay_nb.connectors.spark.jobs import once_more_if_pool_shut
+from relay_nb.connectors.spark.metastore import batch_columns
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import QueryExecutionError
 
@@ -44,14 +49,27 @@ def read_spark_catalog(
     # not a with-block: its exit would wait for a metastore that stopped answering
     pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="relay-spark-catalog")
     try:
-        listing = pool.submit(_listed, session, databases, tables)
+        listing = pool.submit(once_more_if_pool_shut, lambda: _listed(session, databases, tables))
         listed = _within(listing, deadline, timeout_s, "listing the tables")
-        futures = [pool.submit(_columns, session, s, t.name) for s, t in listed]
+        batch = pool.submit(batch_columns, session, [(s, t.name) for s, t in listed])
+        batched = _within(batch, deadline, timeout_s, "reading the tables' columns")
+        futures = [
+            None
+            if (s, t.name) in batched
+            else pool.submit(
+                once_more_if_pool_shut, functools.partial(_columns, session, s, t.name)
+            )
+            for s, t in listed
+        ]
         found = []
         for (schema, table), future in zip(listed, futures, strict=True):
             try:
-                columns = _within(
-                    future, deadline, timeout_s, f"{len(found)} of {len(listed)} tables read"
+                columns = (
+                    batched[(schema, table.name)]
+                    if future is None
+                    else _within(
+                        future, deadline, timeout_s, f"{len(found)} of {len(listed)} tables read"
+                    )
                 )
             except QueryExecutionError:
                 raise

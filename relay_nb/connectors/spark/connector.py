@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 import uuid
@@ -34,9 +35,16 @@ from relay_nb.connectors.bounds import (
     ResultBudget,
     check_byte_limits,
 )
+from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
 from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.spark.catalog import read_spark_catalog
-from relay_nb.connectors.spark.session import is_spark_session
+from relay_nb.connectors.spark.jobs import is_connect_session, job_marks, once_more_if_pool_shut
+from relay_nb.connectors.spark.plan import plan_estimate
+from relay_nb.connectors.spark.session import (
+    is_spark_session,
+    open_connect_session,
+    redact_connect_url,
+)
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.ranking import SchemaRanker
 from relay_nb.connectors.sql.render import describe_request, render_catalog
@@ -48,7 +56,6 @@ from relay_nb.tools import Tool, ToolResult
 __all__ = ["SparkConnector"]
 
 _MAX_MESSAGE = 400
-_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
 class _QueryInput(BaseModel):
@@ -86,16 +93,28 @@ class SparkConnector(Connector):
         ranker: SchemaRanker | None = None,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        preflight: bool | None = None,
+        approve_above: int | str | None = None,
+        approve_above_rows: int | None = None,
+        price_per_tb: float | None = None,
+        dialect: str | None = None,
     ) -> None:
         self.id = check_connector_id(id)
-        if not is_spark_session(session):
+        self.preflight = Preflight.from_options(
+            preflight, approve_above, approve_above_rows, price_per_tb, default=True
+        )
+        if dialect is None:  # a Databricks runtime speaks Databricks SQL (QUALIFY, v:path)
+            dialect = "databricks" if os.environ.get("DATABRICKS_RUNTIME_VERSION") else "spark"
+        if dialect not in ("spark", "databricks"):
             raise ConfigurationError(
-                f"a Spark connector takes a SparkSession, not {type(session).__name__}"
+                f"dialect must be 'spark' or 'databricks' (Databricks SQL), not {dialect!r}"
             )
-        if not hasattr(session, "sparkContext"):
+        """Spark's plan estimate before each model query (on by default: it costs no job),
+        and when to ask the analyst first (:mod:`relay_nb.connectors.preflight`)."""
+        if not is_spark_session(session) and not isinstance(session, str):
             raise ConfigurationError(
-                "this is a Spark Connect session; relay_nb runs on a classic SparkSession "
-                "for now (SparkSession.builder.getOrCreate() on the cluster)"
+                "a Spark connector takes a SparkSession or a Spark Connect URL "
+                f"(sc://host:15002), not {type(session).__name__}"
             )
         self.max_value_bytes, self.max_result_bytes = check_byte_limits(
             max_value_bytes, max_result_bytes
@@ -108,7 +127,18 @@ class SparkConnector(Connector):
         ):
             if not seconds or seconds <= 0:
                 raise ConfigurationError(f"{option} must be a positive number of seconds")
+        self._owns_session = isinstance(session, str)
+        """Opened here from an ``sc://`` URL, so closed here; a session passed in is the
+        analyst's, and never stopped."""
+        if isinstance(session, str):
+            target = redact_connect_url(session)
+            session = open_connect_session(session)
+        elif is_connect_session(session):
+            target = "Spark Connect"
+        else:
+            target = f"{session.version}, {session.sparkContext.master}"
         self.session = session
+        self._jobs = job_marks(session)
         self.name = name or id
         self.description = description
         self.row_limit = row_limit
@@ -117,10 +147,10 @@ class SparkConnector(Connector):
         self.startup_timeout_s = self.catalog_timeout_s
         self.preview_chars = preview_chars
         self.ranker = ranker
-        self.dialect = "spark"
+        self.dialect = dialect
         self._databases = list(databases) if databases is not None else None
         self._tables = list(tables) if tables is not None else None
-        self.target = f"spark {session.version} ({session.sparkContext.master})"
+        self.target = f"spark ({target})"
         self._catalog: Catalog | None = None
         self._catalog_lock = threading.Lock()
         self._cancelled: set[str] = set()
@@ -182,6 +212,17 @@ class SparkConnector(Connector):
             row_limit=self.row_limit + 1,
         )
 
+    def estimate(self, sql: str) -> Estimate | None:
+        """What Spark's optimized plan says ``sql`` reads, without running a job (after the
+        guard, which raises UnsafeQueryError as for a query); None when it cannot say."""
+        self._check_not_closed()
+        guarded = self.guard(sql)
+        try:
+            found = plan_estimate(self.session.sql(guarded.sql))
+        except Exception:  # no estimate is no reason not to run: the query says what's wrong
+            return None
+        return None if found is None else self.preflight.priced(found)
+
     def query(self, sql: str) -> QueryResult:
         """Run one query now; Ctrl-C (a kernel interrupt) cancels its Spark jobs."""
         group = self._group()
@@ -233,15 +274,10 @@ class SparkConnector(Connector):
         return f"relay_nb-{self.id}-{uuid.uuid4().hex[:12]}"
 
     def _cancel(self, group: str) -> None:
-        """Cancel the query's Spark jobs — running ones (their tasks interrupted) and, where
-        Spark offers it, ones not yet submitted — and mark the group, so a query still being
-        planned stops before it starts any."""
+        """Cancel the query's Spark work (see :mod:`.jobs`) and mark the group, so a query
+        still being planned stops before it starts any."""
         self._cancelled.add(group)
-        context = self.session.sparkContext
-        with contextlib.suppress(Exception):
-            context.cancelJobGroup(group)
-        with contextlib.suppress(Exception):  # Spark 4: also the jobs submitted later
-            context._jsc.sc().cancelJobGroupAndFutureJobs(group, "cancelled by relay_nb")
+        self._jobs.cancel(group)
 
     def _timeout_error(self) -> QueryTimeoutError:
         return QueryTimeoutError(
@@ -252,30 +288,16 @@ class SparkConnector(Connector):
     def _execute(self, sql: str, group: str) -> QueryResult:
         self._check_not_closed()
         guarded = self.guard(sql)
-        context = self.session.sparkContext
-        budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
-        kept: list[tuple[Any, ...]] = []
-        # a job group of this thread's own (PySpark pins a JVM thread to each Python thread)
-        context.setJobGroup(group, f"relay_nb {self.id}: {guarded.sql[:120]}", True)
         started = time.perf_counter()
+
+        def read() -> tuple[list[str], list[tuple[Any, ...]], ResultBudget]:
+            budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
+            kept: list[tuple[Any, ...]] = []
+            with self._jobs.marked(group, f"relay_nb {self.id}: {guarded.sql[:120]}"):
+                return self._read(guarded.sql, group, budget, kept), kept, budget
+
         try:
-            self._stop_if_cancelled(group)
-            frame = self.session.sql(guarded.sql)  # analysed here; jobs start when read
-            columns = list(frame.columns)
-            self._stop_if_cancelled(group)
-            rows = frame.toLocalIterator()
-            try:  # row by row: reading stops at the byte budget, not after the whole result
-                for row in rows:
-                    admitted = budget.admit(row)
-                    if admitted is None:
-                        break
-                    kept.append(admitted)
-                    if len(kept) > self.row_limit:
-                        break
-            finally:
-                close = getattr(rows, "close", None)
-                if close is not None:
-                    close()
+            columns, kept, budget = once_more_if_pool_shut(read)
         except QueryExecutionError:
             raise
         except Exception as exc:
@@ -283,9 +305,6 @@ class SparkConnector(Connector):
                 raise QueryExecutionError("the query was cancelled") from None
             raise QueryExecutionError(f"Spark refused the query: {_spark_message(exc)}") from None
         finally:
-            for key in _GROUP_PROPERTIES:  # the thread runs other work next
-                with contextlib.suppress(Exception):
-                    context.setLocalProperty(key, None)
             self._cancelled.discard(group)
         elapsed = (time.perf_counter() - started) * 1000
         if budget.full and not kept:
@@ -309,6 +328,29 @@ class SparkConnector(Connector):
             dialect=self.dialect,
             row_limit=self.row_limit if guarded.limit_injected or guarded.limit_clamped else None,
         )
+
+    def _read(self, sql: str, group: str, budget: ResultBudget, kept: list[Any]) -> list[str]:
+        """Run ``sql``, keep its rows in ``kept`` and return its columns. Rows are read one
+        by one: reading stops at the row limit (plus one) or the byte budget, not after the
+        whole result."""
+        self._stop_if_cancelled(group)
+        frame = self.session.sql(sql)  # analysed here; jobs start when read
+        columns = list(frame.columns)
+        self._stop_if_cancelled(group)
+        rows = frame.toLocalIterator()
+        try:
+            for row in rows:
+                admitted = budget.admit(row)
+                if admitted is None:
+                    break
+                kept.append(admitted)
+                if len(kept) > self.row_limit:
+                    break
+        finally:
+            close = getattr(rows, "close", None)
+            if close is not None:
+                close()
+        return columns
 
     def _stop_if_cancelled(self, group: str) -> None:
         """A cancel that came while Spark analysed or planned (no job yet to cancel)."""
@@ -344,7 +386,15 @@ class SparkConnector(Connector):
         ]
 
     async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
+        estimate = None
+        if self.preflight.enabled:
+            estimate = await asyncio.to_thread(self.estimate, arguments.sql)
+            refused = await approve_if_costly(self.preflight, estimate, connector_id=self.id)
+            if refused is not None:
+                return refused
         result = await self.aquery(arguments.sql)
+        if estimate is not None:
+            result = result.model_copy(update={"estimate": estimate})
         return ToolResult(
             content=preview_for_model(result, max_chars=self.preview_chars), artifact=result
         )
@@ -378,8 +428,12 @@ class SparkConnector(Connector):
         return head + rendered.text
 
     def close(self) -> None:
-        """Forget the session (it is the analyst's: relay_nb never stops it)."""
+        """Forget the session; stop it only when it was opened here from a URL (a session
+        passed in is the analyst's)."""
         self._closed = True
+        if self._owns_session:
+            with contextlib.suppress(Exception):
+                self.session.stop()
 
 
 def _spark_message(exc: BaseException) -> str:

@@ -1,6 +1,7 @@
-"""The ``spark`` connector kind: a PySpark ``SparkSession``, from Python only.
+"""The ``spark`` connector kind: a PySpark ``SparkSession`` (classic or Spark Connect), or
+a Spark Connect URL.
 
-``relay.connect("lake", spark)``; options are
+``relay.connect("lake", spark)`` or ``relay.connect("lake", "sc://host:15002")``; options are
 :class:`~relay_nb.connectors.spark.connector.SparkConnector`'s (``databases``, ``tables``,
 ``row_limit``, ``statement_timeout_s``, ``catalog_timeout_s``, ``max_result_bytes`` …).
 """
@@ -23,9 +24,10 @@ def _from_target(target: Any) -> Mapping[str, Any]:
 SPARK_TYPE = ConnectorType(
     name="spark",
     factory=LazyFactory("relay_nb.connectors.spark.connector:SparkConnector"),
+    url_schemes=("sc",),
     accepts=is_spark_session,
     from_url=_from_target,
-    description="a PySpark SparkSession: relay.connect(id, spark)",
+    description="a PySpark SparkSession or a Spark Connect URL: relay.connect(id, spark)",
     in_config=False,
     python_keywords=True,
     builtin=True,

@@ -25,8 +25,10 @@ from relay_nb.connectors.bounds import (
     check_byte_limits,
     describe_bytes,
 )
+from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
 from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
+from relay_nb.connectors.sql.estimate import estimate_query, supports_estimate
 from relay_nb.connectors.sql.fetch import is_oversized
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
@@ -94,8 +96,17 @@ class SQLConnector(Connector):
         ranker: SchemaRanker | None = None,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        preflight: bool | None = None,
+        approve_above: int | str | None = None,
+        approve_above_rows: int | None = None,
+        price_per_tb: float | None = None,
     ) -> None:
         self.id = check_connector_id(id)
+        self.preflight = Preflight.from_options(
+            preflight, approve_above, approve_above_rows, price_per_tb
+        )
+        """Ask the database what a query scans before running it, and when to ask the
+        analyst first (:mod:`relay_nb.connectors.preflight`)."""
         # bytes one value, and one result, may bring into the kernel: longer values are cut,
         # and reading stops (the statement cancelled) before the result passes its limit
         self.max_value_bytes, self.max_result_bytes = check_byte_limits(
@@ -139,6 +150,14 @@ class SQLConnector(Connector):
         self.target = redact_url(written)
         self._closed = False
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
+        if self.preflight.enabled and not supports_estimate(self.engine.dialect.name):
+            if self._owns_engine:
+                self.engine.dispose()
+            raise ConfigurationError(
+                f"{self.engine.dialect.name} gives relay_nb no cost estimate yet; the preflight "
+                "(approve_above, approve_above_rows, price_per_tb) works on PostgreSQL, DuckDB "
+                "and Spark"
+            )
         self.policy = policy_for(self.dialect)
         """The guard policy of the dialect's family, and the family's connector facts."""
         self._catalog: Catalog | None = None
@@ -264,6 +283,22 @@ class SQLConnector(Connector):
             default_schema=catalog.default_schema,
             row_limit=self.row_limit + 1,
         )
+
+    def estimate(self, sql: str) -> Estimate | None:
+        """What the database expects ``sql`` to scan, without running it (after the guard,
+        which raises UnsafeQueryError as for a query); None when it cannot say."""
+        self._check_not_closed()
+        guarded = self.guard(sql)
+        try:
+            found = estimate_query(
+                self.engine,
+                guarded.sql,
+                timeout_s=self.statement_timeout_s,
+                search_path=self.catalog.default_schema if self.policy.pins_search_path else None,
+            )
+        except Exception:  # no estimate is no reason not to run: the query says what's wrong
+            return None
+        return None if found is None else self.preflight.priced(found)
 
     def query(self, sql: str) -> QueryResult:
         """Run one query now. Ctrl-C (a kernel interrupt) cancels the running statement."""
@@ -438,7 +473,15 @@ class SQLConnector(Connector):
         ]
 
     async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
+        estimate = None
+        if self.preflight.enabled:
+            estimate = await asyncio.to_thread(self.estimate, arguments.sql)
+            refused = await approve_if_costly(self.preflight, estimate, connector_id=self.id)
+            if refused is not None:
+                return refused
         result = await self.aquery(arguments.sql)
+        if estimate is not None:
+            result = result.model_copy(update={"estimate": estimate})
         preview = preview_for_model(result, max_chars=self.preview_chars)
         return ToolResult(content=preview, artifact=result)
 

@@ -3,7 +3,8 @@
 One session for the whole module run, ``local[2]``, with everything it writes — warehouse,
 shuffle files, the JVM's temp files — under pytest's own temp folder (the JVM's perf-data file
 in /tmp is turned off), and a ``shop`` database: ``orders`` and ``customers`` as tables,
-``events`` (2,000,000 rows) partitioned by ``day``, and a temporary view. Spark tests are
+``events`` (2,000,000 rows) partitioned by ``day``, and a temporary view; and, for the Spark
+Connect tests, a Connect server in the same JVM (``connect_url``). Spark tests are
 ``slow`` (the default suite stays within its time; ``pytest -m slow`` and CI run them).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,9 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     root: Path = tmp_path_factory.mktemp("spark")
+    with socket.socket() as probe:  # a free port for the Spark Connect server, if started
+        probe.bind(("127.0.0.1", 0))
+        connect_port = probe.getsockname()[1]
     java_options = f"-XX:-UsePerfData -Djava.io.tmpdir={root}"
     session = (
         SparkSession.builder.master("local[2]")
@@ -35,6 +40,8 @@ def spark(tmp_path_factory):
         .config("spark.local.dir", str(root / "local"))
         .config("spark.sql.warehouse.dir", str(root / "warehouse"))
         .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.connect.grpc.binding.port", str(connect_port))
         .config("spark.executor.extraJavaOptions", java_options)
         .getOrCreate()
     )
@@ -64,3 +71,15 @@ def spark(tmp_path_factory):
     session.catalog.setCurrentDatabase("shop")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_url(spark) -> str:
+    """A Spark Connect server in the test session's own JVM (the ``spark-connect`` jar ships
+    with pyspark 4; the client needs ``pyspark[connect]``'s grpcio): it sees the same
+    ``shop`` database, and its jobs show in the same status tracker."""
+    pytest.importorskip("grpc", reason="pip install 'pyspark[connect]'")
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(spark.sparkContext._jsc.sc())
+    port = spark.sparkContext.getConf().get("spark.connect.grpc.binding.port")
+    return f"sc://127.0.0.1:{port}"

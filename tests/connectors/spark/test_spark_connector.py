@@ -219,3 +219,33 @@ def test_tables_named_in_another_database_are_read_from_it(spark) -> None:
         assert connector.object_names() == ["shop.orders"]
     finally:
         spark.catalog.setCurrentDatabase("shop")
+
+
+def test_a_databricks_runtime_is_guarded_in_databricks_sql(spark, monkeypatch) -> None:
+    qualify = (
+        "SELECT id, customer_id FROM shop.orders "
+        "QUALIFY ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY id) = 1"
+    )
+    with pytest.raises(UnsafeQueryError):  # open-source Spark has no QUALIFY
+        SparkConnector("lake", spark).guard(qualify)
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "15.4")
+    lake = SparkConnector("lake", spark)
+    assert lake.dialect == "databricks" and "QUALIFY" in lake.guard(qualify).sql
+    with pytest.raises(relay_nb.ConfigurationError, match="'spark' or 'databricks'"):
+        SparkConnector("lake", spark, dialect="hive")
+
+
+def test_the_one_call_catalog_read_says_what_describe_says(spark) -> None:
+    from relay_nb.connectors.spark.catalog import _columns
+    from relay_nb.connectors.spark.metastore import batch_columns
+
+    spark.sql(
+        "CREATE TABLE IF NOT EXISTS shop.shapes (id BIGINT COMMENT 'the id', tags ARRAY<STRING>, "
+        "attrs MAP<STRING, INT>, point STRUCT<x: DOUBLE, y: DOUBLE>, price DECIMAL(10,2), "
+        "day DATE) USING parquet PARTITIONED BY (day)"
+    )
+    listed = [("shop", name) for name in ("orders", "customers", "events", "shapes")]
+    batched = batch_columns(spark, [*listed, ("shop", "no_such_table"), (None, "tiers")])
+    assert set(batched) == set(listed)  # a missing table and a temporary view: described
+    for schema, name in listed:
+        assert batched[(schema, name)] == _columns(spark, schema, name), name

@@ -16,7 +16,7 @@ class SparkSession:  # named as PySpark's, from another module: not a session
 
 def test_only_a_pyspark_session_is_taken_for_one() -> None:
     assert not is_spark_session(SparkSession())
-    with pytest.raises(ConfigurationError, match="takes a SparkSession, not SparkSession"):
+    with pytest.raises(ConfigurationError, match="takes a SparkSession or a Spark Connect URL"):
         SparkConnector("lake", SparkSession())
     relay = relay_nb.Relay(relay_nb.ScriptedRuntime(), ledger=False)
     try:
@@ -75,3 +75,19 @@ def test_describe_is_read_as_columns_then_partition_columns() -> None:
         ]
     )
     assert [c.comment for c in _columns(iceberg, None, "t")] == [None, "partition column"]
+
+
+def test_a_connect_pool_shut_by_another_session_is_met_once_more() -> None:
+    from relay_nb.connectors.spark.jobs import once_more_if_pool_shut
+
+    calls = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        return "rows"
+
+    assert once_more_if_pool_shut(flaky) == "rows" and len(calls) == 2
+    with pytest.raises(RuntimeError, match="another"):
+        once_more_if_pool_shut(lambda: (_ for _ in ()).throw(RuntimeError("another")))
