@@ -34,6 +34,7 @@ a tree exists (text, tokens, one statement, parsing) are in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from functools import cache, lru_cache
 
@@ -145,10 +146,11 @@ def _guard_once(
     found.raise_first()
     strategy = _table_strategy(policy, engine.normalization_strategy)
     allowed = _allowlist(allowed_tables, strategy)
-    _refuse_schema_like_paths(found.alias_paths, allowed, default_schema, strategy)
     tables = _check_tables(found.tables, allowed, default_schema, policy, strategy)
     capped = cap_per_group_limit(query)
     if capped is not None:
+        if not policy.per_group_limit:
+            guard_text.refuse("unsupported_limit", "LIMIT … BY is ClickHouse's; write LIMIT n")
         tree = capped if query is tree else tree
         query = capped
     limit, injected, clamped = apply_limit(query, row_limit)
@@ -386,6 +388,7 @@ _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("table", exp.Table),
     ("literal", exp.Literal),
     ("transform", exp.QueryTransform),
+    ("rows_table", exp.TableFromRows),
 )
 
 
@@ -400,14 +403,19 @@ def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
     and MySQL with case-sensitive table names does too; comparing them case-insensitively
     would let a quoted ``"Customers"`` read a table the allowlist never named. Where unquoted
     names fold to upper case (Snowflake, Oracle), SQLAlchemy reports such a name in lower
-    case (``ORDERS`` as ``orders``): an all-lowercase catalog name is that name in upper
-    case, as SQLAlchemy's own ``denormalize_name`` reads it.
+    case (``ORDERS`` as ``orders``): a lowercase catalog name that needs no quotes is that name
+    in upper case, as SQLAlchemy's own ``denormalize_name`` reads it.
     """
     if strategy in _ALWAYS_FOLDED:
         return guard_text.fold(name)
-    if strategy is NormalizationStrategy.UPPERCASE and name == name.lower():
+    if strategy is NormalizationStrategy.UPPERCASE and _PLAIN_LOWERCASE.fullmatch(name):
         return guard_text.upper(name)
     return name
+
+
+_PLAIN_LOWERCASE = re.compile(r"[a-z_][a-z0-9_$]*")
+"""A name SQLAlchemy would have lowered (it needs no quotes); ``"order items"`` or a name
+written lowercase in quotes stays as it is."""
 
 
 def _table_strategy(
@@ -424,33 +432,6 @@ def _allowlist(
     return frozenset(
         (_catalog_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
     )
-
-
-_SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_internal", "public"})
-
-
-def _refuse_schema_like_paths(
-    aliases: Sequence[exp.Identifier],
-    allowed: frozenset[tuple[str | None, str]],
-    default_schema: str | None,
-    strategy: NormalizationStrategy,
-) -> None:
-    """``FROM orders AS analytics, analytics.secrets``: a path from an alias named like a
-    schema may be read as that schema's table; refused (see policies/redshift.py)."""
-    if not aliases:
-        return
-    schemas = {schema for schema, _ in allowed if schema} | _SYSTEM_SCHEMAS
-    if default_schema:
-        schemas.add(_catalog_key(default_schema, strategy))
-    for alias in aliases:
-        key = _identifier_key(alias, strategy)
-        if key in schemas or guard_text.fold(key) in _SYSTEM_SCHEMAS:
-            guard_text.refuse(
-                "table_not_allowed",
-                f"the alias {guard_text.short(alias.name)} is also a schema's name, so "
-                f"{guard_text.short(alias.name)}.… may be read as a table; give the alias "
-                "another name",
-            )
 
 
 def _check_tables(

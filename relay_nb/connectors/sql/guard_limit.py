@@ -89,11 +89,14 @@ _ARITHMETIC = {exp.Add: operator.add, exp.Sub: operator.sub, exp.Mul: operator.m
 
 
 def cap_per_group_limit(query: exp.Query) -> exp.Query | None:
-    """ClickHouse's ``LIMIT n BY cols`` keeps n rows *per group*: no cap on the result. The
-    query, its own ``LIMIT … BY`` as written, becomes the subquery of one that the outermost
-    LIMIT can bound (``SELECT * FROM (…) AS capped``); None when the query has none."""
-    existing = query.args.get("limit")
-    if not (isinstance(existing, exp.Limit) and existing.expressions):
+    """ClickHouse's ``LIMIT n BY cols`` (also ``LIMIT n OFFSET m BY``, ``LIMIT m, n BY``)
+    keeps n rows *per group*: no cap on the result. The query, its own ``LIMIT … BY`` as
+    written, becomes the subquery of one that the outermost LIMIT can bound
+    (``SELECT * FROM (…) AS capped``); None when the query has none."""
+    limit, offset = query.args.get("limit"), query.args.get("offset")
+    per_group = isinstance(limit, exp.Limit) and limit.expressions
+    # LIMIT n OFFSET m BY cols and LIMIT m, n BY cols: sqlglot keeps BY on the OFFSET
+    if not (per_group or (isinstance(offset, exp.Offset) and offset.expressions)):
         return None
     placeholder = exp.Null()
     query.replace(placeholder)

@@ -319,6 +319,9 @@ DENIED_PREFIXES: tuple[str, ...] = (
     "pg_", "dblink", "pg_advisory", "sleep", "benchmark", "xp_", "sp_", "dbms_", "utl_",
     "system$", "duckdb_", "pragma_", "sqlite_", "query_to_", "table_to_", "cursor_to_",
     "schema_to_", "database_to_",
+    # AI functions (Databricks ai_query/ai_classify, Trino's ai_*, Snowflake's AI_*): they
+    # send the rows they are given to a model service, and bill it
+    "ai_",
 )  # fmt: skip
 
 SAFE_FUNCTIONS = frozenset(
@@ -355,6 +358,13 @@ DENIED_FUNCTION_CLASSES: dict[type[exp.Expr], str] = {
     # Databricks' secret('scope', 'key') returns the secret in clear (any dialect that
     # parses it means the same)
     exp.Secret: "forbidden_function",
+    # AI functions sqlglot models: rows sent to a model service (Trino's configured LLM,
+    # Databricks model serving, Snowflake Cortex), billed per call
+    **{
+        getattr(exp, name): "forbidden_function"
+        for name in dir(exp)
+        if name.startswith("AI") and isinstance(getattr(exp, name), type)
+    },
 }
 """Typed sqlglot functions with side effects (the parser maps several spellings onto each)."""
 

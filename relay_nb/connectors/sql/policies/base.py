@@ -60,9 +60,6 @@ class Findings:
     violations: list[_Violation] = field(default_factory=list)
     tables: list[exp.Table] = field(default_factory=list)
     nodes: int = 0
-    alias_paths: list[exp.Identifier] = field(default_factory=list)
-    """Aliases a ``FROM`` path navigates from (Redshift's ``FROM t AS a, a.items``): refused
-    when named like a schema, where the engine may read the path as a table."""
     unvetted: list[str] = field(default_factory=list)
     """Functions called that sqlglot does not know (an extension's, a user's): nothing says
     they leave no state on the session, so the session is reset after the query."""
@@ -161,6 +158,19 @@ def refuse_catalog_types(node: exp.Expr, policy: type[GuardPolicy], found: Findi
             "table_not_allowed",
             f"casts to {guard_text.fold(node.name)} look objects up in the database catalog; "
             "use the tables of the schema and compare plain values",
+        )
+
+
+def refuse_tables_named_by_value(
+    node: exp.Expr, policy: type[GuardPolicy], found: Findings
+) -> None:
+    """``TABLE('schema.secrets')`` (Snowflake, like ``IDENTIFIER()``), ``TABLE($1)``: a table
+    named by a value the allowlist never sees. ``TABLE(<table function>(…))`` stays."""
+    if not isinstance(node.this, exp.Func):
+        found.add(
+            3,
+            "table_not_allowed",
+            "TABLE(…) may only wrap a table function; name tables plainly (schema.table)",
         )
 
 
@@ -274,6 +284,8 @@ class GuardPolicy:
     as_written: ClassVar[tuple[AsWritten, ...]] = ()
     """Calls written back as the model wrote them where sqlglot's reading would change their
     meaning (:mod:`.as_written`)."""
+    per_group_limit: ClassVar[bool] = False
+    """``LIMIT n BY cols`` is this dialect's (ClickHouse): capped by an outer LIMIT."""
     case_sensitive_tables: ClassVar[bool] = False
     """Table and schema names compare exactly, whatever the dialect's rule for other names
     (BigQuery: datasets and tables are case-sensitive, columns are not)."""
@@ -298,6 +310,7 @@ class GuardPolicy:
         ("datatype", refuse_custom_types),
         ("datatype", refuse_catalog_types),
         ("function", check_function),
+        ("rows_table", refuse_tables_named_by_value),
     )
 
     @classmethod

@@ -52,7 +52,8 @@ _KNOWN = frozenset(
         "torelativemonthnum", "tostartoffifteenminutes", "tostartoffiveminutes",
         "tostartofinterval", "tostartofweek", "tostring", "touint32", "touint64",
         "tounixtimestamp", "touuid", "toyear", "toyyyymm", "toyyyymmdd", "transform",
-        "tuplelement", "uniqcombined", "uniqexact", "uniqexactif", "uniqhll12", "uniqif",
+        "tupleelement", "datename", "age", "uniqcombined", "uniqexact", "uniqexactif",
+        "uniqhll12", "uniqif",
         "uniqtheta", "untuple", "upperutf8", "varpop", "varsamp", "visitparamextractstring",
         "windowfunnel", "xxhash64", "yesterday"
     }
@@ -74,6 +75,7 @@ class ClickHousePolicy(PlainReadPolicy):
     name = "clickhouse"
     dialects = ("clickhouse",)
     known_functions = _KNOWN
+    per_group_limit = True
 
     @classmethod
     def knows(cls, name: str) -> bool:

@@ -5,11 +5,11 @@
   given out of the database (to AWS Lambda, to SageMaker), so it is refused, not trusted.
 - **``ADD_MONTHS``** is written back as written (:mod:`.as_written`): sqlglot reads it as
   ``DATEADD(MONTH, …)``, which differs at month ends.
-- **SUPER navigation in ``FROM``** (``FROM events e, e.tags AS t``): sqlglot reads a path whose
-  first part is an earlier alias as navigating that alias; Redshift may read the same text as
-  a table ``schema.table`` when the alias is named like a schema
-  (``FROM orders AS analytics, analytics.secrets``). Such a path is refused when its alias is
-  named like an allowed schema or a system one (the guard checks it against the allowlist).
+- **SUPER navigation in ``FROM``** (``FROM events e, e.tags AS t``) is refused: sqlglot reads
+  a path whose first part is an earlier alias as navigating that alias, where Redshift may
+  read the same text as the table ``schema.table`` (``FROM orders AS finance,
+  finance.salaries``) — and no list of the server's schemas is at hand to tell them apart.
+  Navigate SUPER values in the select list (``e.tags[0]``) or with JSON functions.
 - ``UNLOAD``, ``COPY``, ``CANCEL``, ``SHOW`` are commands or no query; system tables (``stl_``,
   ``svv_``, ``pg_catalog``) are outside any allowlist.
 """
@@ -61,13 +61,15 @@ _ADD_MONTHS = AsWritten(
 )
 
 
-def note_alias_paths(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
-    """``FROM t AS a, a.path``: the alias a path starts from, for the allowlist check."""
-    if not isinstance(node, exp.Unnest) or len(node.expressions) != 1:
-        return
-    path = node.expressions[0]
-    if isinstance(path, exp.Column) and isinstance(path.args.get("table"), exp.Identifier):
-        found.alias_paths.append(path.args["table"])
+def refuse_from_paths(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``FROM t AS a, a.items``: a SUPER path in ``FROM``, which Redshift may read as a table."""
+    if isinstance(node, exp.Unnest):
+        found.add(
+            3,
+            "table_not_allowed",
+            "a path in FROM (alias.column) may be read as a schema's table on Redshift; "
+            "navigate SUPER values in the select list (e.tags[0]) or with JSON functions",
+        )
 
 
 class RedshiftPolicy(PostgresPolicy):
@@ -77,4 +79,4 @@ class RedshiftPolicy(PostgresPolicy):
     known_functions = _KNOWN
     as_written = (_ADD_MONTHS,)
     pins_search_path = True
-    rules = (*PostgresPolicy.rules, ("function", note_alias_paths))
+    rules = (*PostgresPolicy.rules, ("function", refuse_from_paths))
