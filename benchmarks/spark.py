@@ -12,6 +12,11 @@ side in the same session:
 - **query**: one small aggregate on a 100,000-row table through
   ``SparkConnector.query`` (guard, job group, bounded fetch, DataFrame) against
   ``spark.sql(sql).toPandas()``; medians of 20 after 3 warm-ups.
+- **preflight**: the plan estimate a model's query gets before it runs
+  (``SparkConnector.estimate``: guard, analysis, optimized plan statistics), as a share of
+  the query itself.
+- **connect**: the same query through a Spark Connect server in the same JVM, relay_nb's
+  ``sc://`` connector against the Connect session's own ``spark.sql(sql).toPandas()``.
 
 Skipped without pyspark or Java.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import socket
 import statistics
 import tempfile
 import time
@@ -43,7 +49,7 @@ def _median_ms(work: Any, runs: int) -> float:
     return statistics.median(times)
 
 
-def _session(root: Path) -> Any:
+def _session(root: Path, connect_port: int) -> Any:
     from pyspark.sql import SparkSession
 
     options = f"-XX:-UsePerfData -Djava.io.tmpdir={root}"
@@ -55,6 +61,8 @@ def _session(root: Path) -> Any:
         .config("spark.local.dir", str(root / "local"))
         .config("spark.sql.warehouse.dir", str(root / "warehouse"))
         .config("spark.driver.extraJavaOptions", options)
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.connect.grpc.binding.port", str(connect_port))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -107,7 +115,45 @@ def _measure(spark: Any) -> dict[str, Any]:
         "spark_to_pandas_ms": _median_ms(lambda: spark.sql(_SQL).toPandas(), QUERY_RUNS),
     }
     query["ratio"] = query["relay_ms"] / query["spark_to_pandas_ms"]
-    return {"tables": TABLES, "catalog": catalog, "query": query, "version": spark.version}
+    connector.estimate(_SQL)
+    preflight = {"estimate_ms": _median_ms(lambda: connector.estimate(_SQL), QUERY_RUNS)}
+    preflight["share_of_query"] = preflight["estimate_ms"] / query["relay_ms"]
+    return {
+        "tables": TABLES,
+        "catalog": catalog,
+        "query": query,
+        "preflight": preflight,
+        "connect": _connect(spark),
+        "version": spark.version,
+    }
+
+
+def _connect(spark: Any) -> dict[str, float]:
+    from relay_nb.connectors.spark.connector import SparkConnector
+
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(spark.sparkContext._jsc.sc())
+    port = spark.sparkContext.getConf().get("spark.connect.grpc.binding.port")
+    remote = SparkConnector("remote", f"sc://127.0.0.1:{port}", tables=["default.facts"])
+    try:
+        session = remote.session
+        for _ in range(3):
+            remote.query(_SQL)
+            session.sql(_SQL).toPandas()
+        connect = {
+            "relay_ms": _median_ms(lambda: remote.query(_SQL), QUERY_RUNS),
+            "spark_to_pandas_ms": _median_ms(lambda: session.sql(_SQL).toPandas(), QUERY_RUNS),
+        }
+    finally:
+        remote.close()
+    connect["ratio"] = connect["relay_ms"] / connect["spark_to_pandas_ms"]
+    return connect
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def run() -> dict[str, Any] | None:
@@ -115,12 +161,13 @@ def run() -> dict[str, Any] | None:
         print("-- skipped: needs pyspark and Java (pip install 'relay_nb[spark]')")
         return None
     with tempfile.TemporaryDirectory(prefix="relay_spark_bench_") as scratch:
-        spark = _session(Path(scratch))
+        spark = _session(Path(scratch), _free_port())
         try:
             results = _measure(spark)
         finally:
             spark.stop()
     catalog, query = results["catalog"], results["query"]
+    preflight, connect = results["preflight"], results["connect"]
     print(
         f"-- Spark {results['version']} local[2], {TABLES} partitioned tables "
         f"(created in {catalog['setup_s']:.1f} s); medians"
@@ -133,6 +180,15 @@ def run() -> dict[str, Any] | None:
     print(
         f"query: SparkConnector.query {query['relay_ms']:.1f} ms · spark.sql().toPandas() "
         f"{query['spark_to_pandas_ms']:.1f} ms → {query['ratio']:.2f}x"
+    )
+    print(
+        f"preflight: estimate {preflight['estimate_ms']:.1f} ms "
+        f"({preflight['share_of_query']:.0%} of the query)"
+    )
+    print(
+        f"connect: SparkConnector('sc://…').query {connect['relay_ms']:.1f} ms · "
+        f"session.sql().toPandas() {connect['spark_to_pandas_ms']:.1f} ms → "
+        f"{connect['ratio']:.2f}x"
     )
     return results
 

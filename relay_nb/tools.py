@@ -57,6 +57,9 @@ ApprovalAsk = Callable[[str], Awaitable[tuple[bool, str]]]
 _APPROVAL: contextvars.ContextVar[ApprovalAsk | None] = contextvars.ContextVar(
     "relay_nb_approval", default=None
 )
+_TIME_BOUND: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
+    "relay_nb_tool_time_bound", default=None
+)
 
 
 async def ask_approval(reason: str) -> tuple[bool, str]:
@@ -71,7 +74,17 @@ async def ask_approval(reason: str) -> tuple[bool, str]:
     ask = _APPROVAL.get()
     if ask is None:
         return False, "nobody was there to approve it (no turn is running)"
-    return await ask(reason)
+    bound = _TIME_BOUND.get()  # the tool's time bound stops while a person decides
+    deadline = bound.when() if bound is not None else None
+    loop = asyncio.get_running_loop()
+    paused_at = loop.time()
+    if bound is not None:
+        bound.reschedule(None)
+    try:
+        return await ask(reason)
+    finally:
+        if bound is not None and deadline is not None:
+            bound.reschedule(deadline + (loop.time() - paused_at))
 
 
 def bind_approval(ask: ApprovalAsk | None) -> None:
@@ -157,9 +170,12 @@ class Tool:
                 content=_validation_message(self.name, exc), is_error=True, failure="error"
             )
         try:
-            produced = await asyncio.wait_for(
-                _no_exit(self.name, self.handler(arguments)), self.timeout_s
-            )
+            async with asyncio.timeout(self.timeout_s) as bound:
+                token = _TIME_BOUND.set(bound)  # ask_approval pauses it while a person decides
+                try:
+                    produced = await _no_exit(self.name, self.handler(arguments))
+                finally:
+                    _TIME_BOUND.reset(token)
         except TimeoutError:
             return ToolResult(
                 content=f"{self.name} did not finish within {self.timeout_s:g} s and was "

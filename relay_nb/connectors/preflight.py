@@ -148,6 +148,23 @@ class Preflight(BaseModel):
             price_per_tb=None if price_per_tb is None else float(price_per_tb),
         )
 
+    @property
+    def needs(self) -> frozenset[str]:
+        """The figures a threshold is set on (``"bytes"``, ``"rows"``)."""
+        wanted = {"bytes"} if self.approve_above_bytes is not None else set()
+        return frozenset(wanted | ({"rows"} if self.approve_above_rows is not None else set()))
+
+    def check_figures(self, figures: frozenset[str], engine: str) -> None:
+        """Refuse a threshold on a figure the engine's estimate never gives (it would never
+        fire): DuckDB's EXPLAIN has rows, not bytes."""
+        missing = self.needs - figures
+        if missing:
+            option = "approve_above_rows" if "rows" in figures else "approve_above"
+            raise ConfigurationError(
+                f"{engine}'s estimate gives {' and '.join(sorted(figures))}, not "
+                f"{' and '.join(sorted(missing))}: use {option}"
+            )
+
     def priced(self, estimate: Estimate) -> Estimate:
         """The estimate with its dollars, where bytes and a price are known."""
         if self.price_per_tb is None or estimate.bytes_scanned is None:
@@ -156,48 +173,53 @@ class Preflight(BaseModel):
         return estimate.model_copy(update={"dollars": dollars})
 
     def over(self, estimate: Estimate) -> str | None:
-        """Why the estimate needs approval ("1.4 GB scanned, above 1 GB"), or None."""
-        reasons = []
+        """Which threshold the estimate passes ("1 GB", "500 rows", "1 GB and 500 rows"), or
+        None when it passes none (or the engine gave no figure to compare)."""
+        passed = []
         if (
             self.approve_above_bytes is not None
             and estimate.bytes_scanned is not None
             and estimate.bytes_scanned > self.approve_above_bytes
         ):
-            reasons.append(
-                f"{describe_bytes(estimate.bytes_scanned, decimal=True)} scanned is above "
-                f"{describe_bytes(self.approve_above_bytes, decimal=True)}"
-            )
+            passed.append(describe_bytes(self.approve_above_bytes, decimal=True))
         if (
             self.approve_above_rows is not None
             and estimate.rows_scanned is not None
             and estimate.rows_scanned > self.approve_above_rows
         ):
-            reasons.append(
-                f"{describe_count(estimate.rows_scanned)} rows scanned is above "
-                f"{describe_count(self.approve_above_rows)}"
-            )
-        return " and ".join(reasons) or None
+            passed.append(f"{describe_count(self.approve_above_rows)} rows")
+        return " and ".join(passed) or None
 
 
 async def approve_if_costly(
     preflight: Preflight, estimate: Estimate | None, *, connector_id: str
 ) -> ToolResult | None:
-    """None when the query may run; else the refusal the model reads (the estimate and the
-    threshold, and how to narrow the query), after asking the analyst."""
+    """None when the query may run; else, after asking the analyst, the refusal the model
+    reads (the estimate, the threshold, how to narrow the query). With a threshold set, a
+    query the engine could not estimate — or gave no figure for — is asked about too: the
+    gate fails closed."""
+    if not preflight.needs:
+        return None  # estimates shown, nothing gated
     if estimate is None:
-        return None
-    over = preflight.over(estimate)
-    if over is None:
-        return None
-    reason = f"estimated {estimate.summary()}: {over}, the limit {connector_id!r} runs unasked"
-    approved, _why_not = await ask_approval(reason)
+        reason = f"not estimated (the engine could not say what it scans), and {connector_id!r}"
+        reason += " asks before running a query it cannot estimate"
+    elif any(getattr(estimate, f"{figure}_scanned") is None for figure in preflight.needs):
+        reason = f"estimated {estimate.summary()}, without the figure {connector_id!r} checks"
+    else:
+        over = preflight.over(estimate)
+        if over is None:
+            return None
+        reason = f"estimated {estimate.summary()}, above the {over} {connector_id!r} runs unasked"
+    approved, why_not = await ask_approval(reason)
     if approved:
         return None
+    nobody = "no approver" in why_not or "nobody" in why_not
+    who = "nobody was there to approve it" if nobody else "the analyst did not approve it"
     return ToolResult(
         content=(
-            f"not run: this query is {reason}, and it was not approved. Narrow "
-            "it so it scans less — filter on partition or date columns, select fewer "
-            "columns, aggregate a smaller range — or ask the analyst to approve it"
+            f"not run: this query is {reason}, and {who}. A narrower query that scans less "
+            "runs without asking: filter on partition or date columns, select fewer columns, "
+            "aggregate a smaller range"
         ),
         is_error=True,
         failure="denied",

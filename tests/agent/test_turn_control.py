@@ -593,3 +593,45 @@ async def test_a_retry_after_streamed_text_says_the_partial_answer_is_discarded(
     )
     after = "".join(e.delta for e in result.events[retry_at:] if e.type == "text_delta")
     assert after == result.answer  # a view that resets on "retrying" shows the right text
+
+
+async def test_a_tool_asking_for_approval_while_running_waits_outside_its_time_bound() -> None:
+    """``ask_approval`` from a handler (a query over its cost threshold): the same approver,
+    the event with the reason, and the tool's own timeout paused while the person decides."""
+    from relay_nb.tools import ask_approval
+
+    asked: list[ApprovalRequest] = []
+
+    async def slow_yes(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        await asyncio.sleep(0.6)  # longer than the tool's whole time bound
+        return True
+
+    async def costly(arguments) -> str:
+        approved, _ = await ask_approval("estimated ≈ 4 TB scanned")
+        await asyncio.sleep(0.1)
+        return "ran" if approved else "not run"
+
+    from pydantic import BaseModel
+
+    class Empty(BaseModel):
+        pass
+
+    tool = Tool("costly", "A costly scan.", Empty, costly, timeout_s=0.4)
+    runtime = ScriptedRuntime(
+        [{"tool_calls": [{"name": "costly", "input": {}, "id": "k1"}]}, {"text": "done"}]
+    )
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=[tool], approver=slow_yes))
+    (outcome,) = result.tool_results
+    assert outcome.content == "ran" and not outcome.is_error
+    (request,) = asked
+    assert (request.tool_call_id, request.reason) == ("k1", "estimated ≈ 4 TB scanned")
+    waiting = [e for e in result.events if e.type == "tool_awaiting_approval"]
+    assert [e.reason for e in waiting] == ["estimated ≈ 4 TB scanned"]
+
+    stuck = Tool("costly", "A costly scan.", Empty, costly, timeout_s=0.05)  # still bounded
+    runtime = ScriptedRuntime([{"tool_calls": [{"name": "costly", "input": {}}]}, {"text": "x"}])
+    result = await run_turn(
+        "q", TurnServices(runtime=runtime, tools=[stuck], approver=lambda r: True)
+    )
+    assert result.tool_results[0].failure == "timeout"

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from relay_nb.agent.approval import ApprovalRequest
 from relay_nb.agent.loop import TurnResult, run_turn
 from relay_nb.agent.services import TurnServices
-from relay_nb.connectors.preflight import Estimate, Preflight, parse_bytes
+from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly, parse_bytes
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.errors import ConfigurationError
 from relay_nb.runtime.scripted import ScriptedRuntime
@@ -76,7 +76,7 @@ def test_the_estimate_is_priced_and_compared_with_each_threshold() -> None:
     settings = Preflight.from_options(None, "1GB", 1_000_000, 6.25)
     estimate = settings.priced(Estimate(rows_scanned=2_000_000, bytes_scanned=4 * 10**12))
     assert estimate.dollars == pytest.approx(25.0)
-    assert settings.over(estimate) == ("4 TB scanned is above 1 GB and 2M rows scanned is above 1M")
+    assert settings.over(estimate) == "1 GB and 1M rows"
     assert settings.over(Estimate(rows_scanned=10, bytes_scanned=10)) is None
     assert settings.over(Estimate()) is None  # an engine that says nothing is not stopped
     assert estimate.summary() == "≈ 2M rows, 4 TB scanned, ≈ $25.00"
@@ -92,6 +92,36 @@ async def test_outside_a_turn_nobody_approves() -> None:
     assert not approved and "no turn" in why
 
 
+async def test_the_gate_fails_closed_without_a_figure_to_compare() -> None:
+    gated = Preflight.from_options(None, "1GB", None, None)
+    for estimate, said in [
+        (None, "not estimated"),
+        (Estimate(rows_scanned=10, source="Spark's optimized plan"), "without the figure"),
+    ]:
+        refused = await approve_if_costly(gated, estimate, connector_id="lake")
+        assert refused is not None and refused.failure == "denied", said
+        assert said in refused.content and "nobody was there to approve it" in refused.content
+    shown_only = Preflight.from_options(True, None, None, None)
+    assert await approve_if_costly(shown_only, None, connector_id="lake") is None
+
+
+def test_a_threshold_on_a_figure_the_engine_never_gives_is_refused(duckdb_shop: Path) -> None:
+    with pytest.raises(ConfigurationError, match="gives rows, not bytes: use approve_above_rows"):
+        SQLConnector("shop", f"duckdb:///{duckdb_shop}", approve_above="1GB")
+
+
+def test_spark_s_size_for_a_table_without_statistics_is_no_estimate() -> None:
+    from relay_nb.connectors.spark.plan import read_cost_plan
+
+    plan = (
+        "== Optimized Logical Plan ==\n"
+        "GlobalLimit 201, Statistics(sizeInBytes=8.0 EiB)\n"
+        "+- Relation spark_catalog.lake.events[id#1L] parquet, Statistics(sizeInBytes=8.0 EiB)\n"
+    )
+    estimate = read_cost_plan(plan)
+    assert estimate is not None and estimate.bytes_scanned is None
+
+
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
 
@@ -105,6 +135,13 @@ def test_postgres_estimates_a_sequential_scan_as_the_whole_table(pg_urls) -> Non
         assert estimate.dollars == pytest.approx(estimate.bytes_scanned / 1e12 * 5.0)
         with pytest.raises(Exception, match="DELETE"):  # the guard comes first
             connector.estimate("DELETE FROM order_items")
+        # a plain read stops at its LIMIT: the planner's share of the scan, not the table
+        streamed = connector.estimate("SELECT * FROM order_items")
+        assert 0 < streamed.bytes_scanned < estimate.bytes_scanned
+        assert streamed.rows_scanned <= 201
+        # a sort reads all of its input before the LIMIT takes any
+        sorted_ = connector.estimate("SELECT * FROM order_items ORDER BY quantity")
+        assert sorted_.bytes_scanned == estimate.bytes_scanned
     finally:
         connector.close()
 
@@ -125,10 +162,13 @@ def test_postgres_over_the_threshold_waits_for_the_analyst(pg_urls) -> None:
         refused, ran = result.tool_results
         assert refused.failure == "denied" and refused.artifact is None
         # the model reads the estimate and the threshold, and how to narrow the query
-        assert "not run" in refused.content and "scanned is above" in refused.content
+        assert "not run" in refused.content and "above the " in refused.content
         assert "filter on partition or date columns" in refused.content
         (request,) = asked  # the small query ran without asking
-        assert request.name == "query_shop" and "scanned is above" in request.reason
+        assert (
+            request.name == "query_shop"
+            and "scanned (PostgreSQL EXPLAIN), above the" in request.reason
+        )
         waiting = [e for e in result.events if e.type == "tool_awaiting_approval"]
         assert [e.reason for e in waiting] == [request.reason]
         assert not ran.is_error and ran.artifact.estimate.bytes_scanned == small
@@ -155,9 +195,16 @@ def test_duckdb_gives_rows_and_its_threshold_is_in_rows(duckdb_shop: Path) -> No
         assert estimate is not None and estimate.bytes_scanned is None
         assert estimate.rows_scanned and estimate.rows_scanned > 500  # 907 order items
         assert connector.estimate(SMALL).rows_scanned < 500
+        # a plain read stops at its LIMIT; a filtered one reads until it has that many
+        assert connector.estimate("SELECT * FROM order_items").rows_scanned == 201
+        assert (
+            201
+            < connector.estimate("SELECT * FROM order_items WHERE quantity > 2").rows_scanned
+            <= estimate.rows_scanned
+        )
         result = turn_of(connector, lambda request: False, BIG, SMALL)
         refused, ran = result.tool_results
-        assert refused.failure == "denied" and "rows scanned is above 500" in refused.content
+        assert refused.failure == "denied" and "above the 500 rows" in refused.content
         assert not ran.is_error and ran.artifact.estimate.source == "DuckDB EXPLAIN"
     finally:
         connector.close()

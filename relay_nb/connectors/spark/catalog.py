@@ -1,16 +1,16 @@
 """Reading what a Spark session can query: databases, tables and views, columns.
 
-The tables are listed first (``listTables``, one call per database), then their columns: on a
-classic session all at once from the session catalog (:mod:`.metastore`: one metastore call),
-else — Spark Connect, another catalog, temporary views — each one's ``DESCRIBE TABLE``, read
-by a few threads at once (each Python thread drives its own JVM thread). ``DESCRIBE`` rather
-than the catalog API's ``listColumns``, which costs about five times more per table
-(benchmarks/spark.py measures all three); it gives column comments and the partition columns
-too. The read is bounded by
-the caller's deadline and by the allowlist the analyst gives (``databases``, ``tables``): a
-catalog that cannot be read in time says so, with the fix, instead of hanging the connect.
-Temporary views (``df.createOrReplaceTempView``) are tables with no database, as SQLite's
-are; a partition column says so in its comment, since filtering on it prunes whole files.
+On a classic session the tables and their columns come from the session catalog in a few
+calls (:mod:`.metastore`). Otherwise — Spark Connect, another catalog — the tables are listed
+through the catalog API (``listTables``, per database) and each one's ``DESCRIBE TABLE`` is
+read by a few threads at once (each Python thread drives its own JVM thread); temporary views
+are always described. ``DESCRIBE`` rather than the catalog API's ``listColumns``, which costs
+about five times more per table (benchmarks/spark.py measures them); it gives column
+comments and the partition columns too. The read is bounded by the caller's deadline and by
+the allowlist the analyst gives (``databases``, ``tables``): a catalog that cannot be read in
+time says so, with the fix, instead of hanging the connect. Temporary views
+(``df.createOrReplaceTempView``) are tables with no database, as SQLite's are; a partition
+column says so in its comment, since filtering on it prunes whole files.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from relay_nb.connectors.spark.jobs import once_more_if_pool_shut
-from relay_nb.connectors.spark.metastore import batch_columns
+from relay_nb.connectors.spark.metastore import Listed, classic_listing
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import QueryExecutionError
 
@@ -46,26 +46,28 @@ def read_spark_catalog(
 ) -> Catalog:
     """The tables ``session`` can query, within ``timeout_s`` (raises when it cannot)."""
     deadline = time.monotonic() + timeout_s
+    wanted = {t.lower() for t in tables} if tables is not None else None
     # not a with-block: its exit would wait for a metastore that stopped answering
     pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="relay-spark-catalog")
     try:
-        listing = pool.submit(once_more_if_pool_shut, lambda: _listed(session, databases, tables))
-        listed = _within(listing, deadline, timeout_s, "listing the tables")
-        batch = pool.submit(batch_columns, session, [(s, t.name) for s, t in listed])
-        batched = _within(batch, deadline, timeout_s, "reading the tables' columns")
+        listing = pool.submit(
+            once_more_if_pool_shut, lambda: _listed(session, databases, tables, wanted)
+        )
+        listed: list[Listed] = _within(listing, deadline, timeout_s, "listing the tables")
         futures = [
             None
-            if (s, t.name) in batched
+            if entry.columns is not None
             else pool.submit(
-                once_more_if_pool_shut, functools.partial(_columns, session, s, t.name)
+                once_more_if_pool_shut,
+                functools.partial(_columns, session, entry.schema, entry.name),
             )
-            for s, t in listed
+            for entry in listed
         ]
         found = []
-        for (schema, table), future in zip(listed, futures, strict=True):
+        for entry, future in zip(listed, futures, strict=True):
             try:
                 columns = (
-                    batched[(schema, table.name)]
+                    entry.columns
                     if future is None
                     else _within(
                         future, deadline, timeout_s, f"{len(found)} of {len(listed)} tables read"
@@ -74,15 +76,15 @@ def read_spark_catalog(
             except QueryExecutionError:
                 raise
             except Exception as exc:  # one unreadable table (no permission) costs only itself
-                logger.info("Spark table %s.%s left out: %r", schema, table.name, exc)
+                logger.info("Spark table %s.%s left out: %r", entry.schema, entry.name, exc)
                 continue
             found.append(
                 TableInfo(
-                    schema_name=schema,
-                    name=table.name,
-                    kind="view" if (table.tableType or "").upper().endswith("VIEW") else "table",
+                    schema_name=entry.schema,
+                    name=entry.name,
+                    kind=entry.kind,
                     columns=tuple(columns),
-                    comment=table.description or None,
+                    comment=entry.comment,
                 )
             )
     finally:
@@ -104,24 +106,35 @@ def _within(future: Future[Any], deadline: float, timeout_s: float, done: str) -
 
 
 def _listed(
-    session: Any, databases: Sequence[str] | None, tables: Sequence[str] | None
-) -> list[tuple[str | None, Any]]:
-    """``(database or None, table)`` for each table and view to read, temporary views with
-    no database."""
+    session: Any,
+    databases: Sequence[str] | None,
+    tables: Sequence[str] | None,
+    wanted: set[str] | None,
+) -> list[Listed]:
+    """Each table and view to read (temporary views with no database): from the session
+    catalog in this process when there is one (:mod:`.metastore`, with the columns), else
+    from the catalog API (columns to describe)."""
     catalog = session.catalog
-    wanted = {t.lower() for t in tables} if tables is not None else None
-    listed: list[tuple[str | None, Any]] = []
-    seen: set[tuple[str | None, str]] = set()
     if databases is None:  # the current database, and those that `tables` names
         named = [t.rsplit(".", 1)[0] for t in tables or () if "." in t]
         databases = list(dict.fromkeys([catalog.currentDatabase(), *named]))
+
+    def keep(schema: str | None, name: str) -> bool:
+        return _wanted(wanted, schema, name)
+
+    classic = classic_listing(session, databases, keep)
+    if classic is not None:
+        return classic
+    listed: list[Listed] = []
+    seen: set[tuple[str | None, str]] = set()
     for database in databases:
         for table in catalog.listTables(database):
             schema = None if table.isTemporary else (table.namespace or [database])[-1]
             key = (schema, table.name)
-            if key not in seen and _wanted(wanted, schema, table.name):
+            if key not in seen and keep(schema, table.name):
                 seen.add(key)
-                listed.append((schema, table))
+                kind = "view" if (table.tableType or "").upper().endswith("VIEW") else "table"
+                listed.append(Listed(schema, table.name, kind, table.description or None))
     return listed
 
 

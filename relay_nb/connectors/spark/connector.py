@@ -217,9 +217,10 @@ class SparkConnector(Connector):
         guard, which raises UnsafeQueryError as for a query); None when it cannot say."""
         self._check_not_closed()
         guarded = self.guard(sql)
-        try:
-            found = plan_estimate(self.session.sql(guarded.sql))
-        except Exception:  # no estimate is no reason not to run: the query says what's wrong
+        try:  # marked like a query: analysis may start jobs (listing many partitions)
+            with self._jobs.marked(self._group(), f"relay_nb {self.id}: estimate"):
+                found = plan_estimate(self.session.sql(guarded.sql))
+        except Exception:  # with a threshold set, the query then waits for the analyst
             return None
         return None if found is None else self.preflight.priced(found)
 

@@ -1,70 +1,100 @@
-"""Every listed table's columns in one metastore call, on a classic session.
+"""A classic session's tables, read from its session catalog in a few calls.
 
-``DESCRIBE TABLE`` costs a query per table (about 8 ms on a local Spark: 8 s for 1,000
-tables). A classic session's JVM is in this process, and its session catalog answers many
-tables at once (``SessionCatalog.getTablesByName``: one metastore round trip). Each table's
-schema then comes back as JSON (names, types, column comments) with its partition columns
-and comment: a few Py4J calls per table instead of a Spark query. Spark Connect sessions,
-catalogs that are not the session catalog (Unity Catalog's), temporary views and any table
-this path cannot read fall back to ``DESCRIBE`` (:mod:`.catalog`) — same columns, same
-comments, same partition notes.
+On a classic session the JVM is in this process, and its session catalog lists a database's
+tables (``SessionCatalog.listTables``) and fetches them all at once
+(``getTablesByName``: one metastore round trip): each table's schema comes back as JSON
+(names, types, column comments) with its partition columns, kind and comment. Only instance
+calls cross Py4J per table — about 20 µs each — where the catalog API's ``listTables`` costs
+milliseconds per table and ``DESCRIBE TABLE`` a Spark query (benchmarks/spark.py measures
+them). Spark Connect sessions and catalogs this path cannot read (an older Spark, Unity
+Catalog's) give None, and the caller lists through the catalog API and describes each table;
+temporary views (and tables whose schema the metastore does not hold, Delta's) are listed
+here without columns, for the caller to describe.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from relay_nb.connectors.sql.schema import ColumnInfo
 
-__all__ = ["batch_columns", "spark_type"]
+__all__ = ["Listed", "classic_listing", "spark_type"]
 
 logger = logging.getLogger("relay_nb.connectors.spark")
+_SEPARATOR = "\u0001"
 
 
-def batch_columns(
-    session: Any, listed: Sequence[tuple[str | None, str]]
-) -> dict[tuple[str | None, str], list[ColumnInfo]]:
-    """``(database, table) -> columns`` for the listed tables the session catalog gave in one
-    call; empty (the caller describes them one by one) where it cannot."""
+class Listed(NamedTuple):
+    """One table or view to read: its database (None for a temporary view), name, kind and
+    comment, and its columns when the listing already has them."""
+
+    schema: str | None
+    name: str
+    kind: str
+    comment: str | None
+    columns: tuple[ColumnInfo, ...] | None = None
+
+
+def classic_listing(
+    session: Any, databases: Sequence[str], keep: Callable[[str | None, str], bool]
+) -> list[Listed] | None:
+    """The tables ``keep`` wants in ``databases``, with their columns (temporary views
+    without); None where there is no session catalog in this process to read."""
     jsession = getattr(session, "_jsparkSession", None)
-    wanted = [(schema, name) for schema, name in listed if schema is not None]
-    if jsession is None or not wanted:
-        return {}
+    if jsession is None:
+        return None
     try:
-        return _read(session, jsession, wanted)
-    except Exception as exc:  # another catalog implementation, an older Spark: describe
-        logger.info("Spark batch catalog read unavailable (%r); describing each table", exc)
-        return {}
+        return _read(session, jsession, databases, keep)
+    except Exception as exc:  # another catalog implementation, an older Spark
+        logger.info("Spark session catalog unavailable (%r); using the catalog API", exc)
+        return None
 
 
 def _read(
-    session: Any, jsession: Any, wanted: list[tuple[str, str]]
-) -> dict[tuple[str | None, str], list[ColumnInfo]]:
+    session: Any, jsession: Any, databases: Sequence[str], keep: Callable[[str | None, str], bool]
+) -> list[Listed]:
     jvm = session.sparkContext._jvm
-    some = jvm.scala.Some
-    identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier
     converters = jvm.scala.jdk.javaapi.CollectionConverters
-    names = jvm.java.util.ArrayList()
-    for schema, name in wanted:
-        names.add(identifier(name, some(schema)))
-    found = jsession.sessionState().catalog().getTablesByName(converters.asScala(names).toSeq())
-    read: dict[tuple[str | None, str], list[ColumnInfo]] = {}
-    for table in converters.asJava(found):
-        ident = table.identifier()
-        schema = ident.database().get() if ident.database().isDefined() else None
-        partitions = set(converters.asJava(table.partitionColumnNames()))
-        fields = json.loads(table.schema().json())["fields"]
-        read[(schema, ident.table())] = [_column(field, partitions) for field in fields]
-    # the catalog stores names in lower case; match what was listed, whatever its case
-    lowered = {(s.lower() if s else s, n.lower()): cols for (s, n), cols in read.items()}
-    return {
-        (schema, name): lowered[(schema.lower(), name.lower())]
-        for schema, name in wanted
-        if (schema.lower(), name.lower()) in lowered
-    }
+    catalog = jsession.sessionState().catalog()
+    listed: list[Listed] = []
+    seen: set[tuple[str | None, str]] = set()
+    for database in databases:
+        persistent = jvm.java.util.ArrayList()
+        for ident in converters.asJava(catalog.listTables(database)):
+            schema = ident.database().get() if ident.database().isDefined() else None
+            name = ident.table()
+            if (schema, name) in seen or not keep(schema, name):
+                continue
+            seen.add((schema, name))
+            if schema is None:  # a temporary view: described by the caller
+                listed.append(Listed(None, name, "view", None))
+            else:
+                persistent.add(ident)
+        if persistent.size():
+            found = catalog.getTablesByName(converters.asScala(persistent).toSeq())
+            listed.extend(_table(table) for table in converters.asJava(found))
+    return listed
+
+
+def _table(table: Any) -> Listed:
+    ident = table.identifier()
+    partitions = set(
+        filter(None, table.partitionColumnNames().mkString(_SEPARATOR).split(_SEPARATOR))
+    )
+    fields = json.loads(table.schema().json())["fields"]
+    comment = table.comment()
+    return Listed(
+        schema=ident.database().get(),
+        name=ident.table(),
+        kind="view" if table.tableType().name().upper().endswith("VIEW") else "table",
+        comment=(comment.get() or None) if comment.isDefined() else None,
+        # Delta keeps its schema in its log, not in the metastore (an empty schema here):
+        # such a table is described like a temporary view
+        columns=tuple(_column(field, partitions) for field in fields) if fields else None,
+    )
 
 
 def _column(field: dict[str, Any], partitions: set[str]) -> ColumnInfo:

@@ -29,6 +29,11 @@ _TREE_PREFIX = re.compile(r"[\s:|+\-]*")
 """What comes before a node's name in a tree string: ``:- ``, ``+- ``, ``:  `` and spaces."""
 
 
+_UNKNOWN_SIZE = 2**62
+"""A leaf at or above this size has no statistics: Spark reports ``spark.sql.defaultSizeInBytes``
+(Long.MaxValue, ``8.0 EiB``) so that its planner never broadcasts it. That is no estimate."""
+
+
 def plan_estimate(frame: Any) -> Estimate | None:
     """The estimate of a (not yet run) DataFrame's optimized plan."""
     jdf = getattr(frame, "_jdf", None)
@@ -48,7 +53,7 @@ def plan_estimate(frame: Any) -> Estimate | None:
             rows_known = False
     root = plan.stats().rowCount()
     return Estimate(
-        bytes_scanned=size,
+        bytes_scanned=size if size < _UNKNOWN_SIZE else None,
         rows_scanned=rows if rows_known else None,
         result_rows=_number(root.get()) if root.isDefined() else None,
         source=_SOURCE,
@@ -77,7 +82,7 @@ def read_cost_plan(text: str) -> Estimate | None:
     root = _STATISTICS.search(lines[0][1])
     result = root.group("rows") if root else None
     return Estimate(
-        bytes_scanned=size,
+        bytes_scanned=size if size < _UNKNOWN_SIZE else None,
         rows_scanned=rows if rows_known else None,
         result_rows=None if result is None else int(float(result)),
         source=_SOURCE,

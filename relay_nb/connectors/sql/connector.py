@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -28,7 +29,7 @@ from relay_nb.connectors.bounds import (
 from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
 from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
 from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
-from relay_nb.connectors.sql.estimate import estimate_query, supports_estimate
+from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.fetch import is_oversized
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import introspect
@@ -50,6 +51,8 @@ from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
 from relay_nb.tools import Tool, ToolResult
 
 __all__ = ["SQLConnector"]
+
+logger = logging.getLogger("relay_nb.connectors.sql")
 
 _TEMPORAL_WORDS = ("date", "time")
 _TEXT_WORDS = ("char", "text", "string", "clob")
@@ -150,14 +153,20 @@ class SQLConnector(Connector):
         self.target = redact_url(written)
         self._closed = False
         self.dialect = sqlglot_dialect(self.engine.dialect.name)
-        if self.preflight.enabled and not supports_estimate(self.engine.dialect.name):
-            if self._owns_engine:
-                self.engine.dispose()
-            raise ConfigurationError(
-                f"{self.engine.dialect.name} gives relay_nb no cost estimate yet; the preflight "
-                "(approve_above, approve_above_rows, price_per_tb) works on PostgreSQL, DuckDB "
-                "and Spark"
-            )
+        if self.preflight.enabled:
+            try:
+                figures = FIGURES.get(self.engine.dialect.name)
+                if figures is None:
+                    raise ConfigurationError(
+                        f"{self.engine.dialect.name} gives relay_nb no cost estimate yet; the "
+                        "preflight (approve_above, approve_above_rows, price_per_tb) works on "
+                        "PostgreSQL, DuckDB and Spark"
+                    )
+                self.preflight.check_figures(figures, self.engine.dialect.name)
+            except ConfigurationError:
+                if self._owns_engine:
+                    self.engine.dispose()
+                raise
         self.policy = policy_for(self.dialect)
         """The guard policy of the dialect's family, and the family's connector facts."""
         self._catalog: Catalog | None = None
@@ -293,10 +302,12 @@ class SQLConnector(Connector):
             found = estimate_query(
                 self.engine,
                 guarded.sql,
+                limit=guarded.limit,
                 timeout_s=self.statement_timeout_s,
                 search_path=self.catalog.default_schema if self.policy.pins_search_path else None,
             )
-        except Exception:  # no estimate is no reason not to run: the query says what's wrong
+        except Exception:  # with a threshold set, the query then waits for the analyst
+            logger.info("no estimate from %s", self.id, exc_info=True)
             return None
         return None if found is None else self.preflight.priced(found)
 

@@ -83,3 +83,15 @@ def connect_url(spark) -> str:
     jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(spark.sparkContext._jsc.sc())
     port = spark.sparkContext.getConf().get("spark.connect.grpc.binding.port")
     return f"sc://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="session")
+def sized_events(spark) -> str:
+    """``shop.sized``: 200,000 events in 7 day partitions, with table statistics (``ANALYZE``),
+    so Spark's plan knows its size; ``shop.events`` has none (its size is Spark's default)."""
+    spark.sql(
+        "CREATE TABLE shop.sized USING parquet PARTITIONED BY (day) "
+        "AS SELECT id, customer_id, day FROM shop.events WHERE id < 200000"
+    )
+    spark.sql("ANALYZE TABLE shop.sized COMPUTE STATISTICS NOSCAN")
+    return "shop.sized"

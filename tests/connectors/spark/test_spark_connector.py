@@ -150,7 +150,10 @@ def test_a_timeout_cancels_the_spark_job(spark) -> None:
     while tracker.getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not tracker.getActiveJobsIds()
-    assert {tracker.getJobInfo(job).status for job in jobs} == {"FAILED"}  # cancelled
+    # the running job was cancelled (one that finished before it, e.g. a broadcast build
+    # once the table has statistics, may have succeeded)
+    statuses = [tracker.getJobInfo(job).status for job in jobs]
+    assert "FAILED" in statuses and "RUNNING" not in statuses
     # the session is still usable, and the next query of the thread has no stale group
     assert connector.query("SELECT COUNT(*) AS n FROM shop.orders").df["n"].tolist() == [4]
 
@@ -235,17 +238,23 @@ def test_a_databricks_runtime_is_guarded_in_databricks_sql(spark, monkeypatch) -
         SparkConnector("lake", spark, dialect="hive")
 
 
-def test_the_one_call_catalog_read_says_what_describe_says(spark) -> None:
+def test_the_session_catalog_read_says_what_describe_says(spark) -> None:
     from relay_nb.connectors.spark.catalog import _columns
-    from relay_nb.connectors.spark.metastore import batch_columns
+    from relay_nb.connectors.spark.metastore import classic_listing
 
     spark.sql(
         "CREATE TABLE IF NOT EXISTS shop.shapes (id BIGINT COMMENT 'the id', tags ARRAY<STRING>, "
         "attrs MAP<STRING, INT>, point STRUCT<x: DOUBLE, y: DOUBLE>, price DECIMAL(10,2), "
-        "day DATE) USING parquet PARTITIONED BY (day)"
+        "day DATE) USING parquet PARTITIONED BY (day) COMMENT 'odd types'"
     )
-    listed = [("shop", name) for name in ("orders", "customers", "events", "shapes")]
-    batched = batch_columns(spark, [*listed, ("shop", "no_such_table"), (None, "tiers")])
-    assert set(batched) == set(listed)  # a missing table and a temporary view: described
-    for schema, name in listed:
-        assert batched[(schema, name)] == _columns(spark, schema, name), name
+    listed = classic_listing(spark, ["shop"], lambda schema, name: name != "customers")
+    assert listed is not None
+    by_name = {(entry.schema, entry.name): entry for entry in listed}
+    assert ("shop", "customers") not in by_name  # what keep() refuses is not read
+    assert by_name[(None, "tiers")].columns is None  # a temporary view: described after
+    assert by_name[("shop", "orders")].comment == "one row per order"
+    assert by_name[("shop", "shapes")].comment == "odd types"
+    for name in ("orders", "events", "shapes"):
+        entry = by_name[("shop", name)]
+        assert entry.kind == "table"
+        assert list(entry.columns) == _columns(spark, "shop", name), name

@@ -13,7 +13,9 @@ from relay_nb.views.model import status_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(300)]
 
-WHOLE = "SELECT customer_id, COUNT(*) AS n FROM shop.events GROUP BY customer_id"
+WHOLE = (  # three of the seven day partitions
+    "SELECT customer_id, COUNT(*) AS n FROM shop.events WHERE day IN (1, 2, 3) GROUP BY customer_id"
+)
 ONE_DAY = "SELECT customer_id, COUNT(*) AS n FROM shop.events WHERE day = 3 GROUP BY customer_id"
 
 
@@ -27,8 +29,8 @@ def test_the_estimate_comes_from_the_plan_with_partitions_pruned(spark) -> None:
         one_day = connector.estimate(ONE_DAY)
         assert whole is not None and one_day is not None
         assert whole.source == "Spark's optimized plan"
-        # seven day partitions: one day's files are about a seventh of the table's
-        assert 0 < one_day.bytes_scanned * 4 < whole.bytes_scanned
+        # the files of the partitions read: three days are about three times one day
+        assert 2 * one_day.bytes_scanned < whole.bytes_scanned < 4 * one_day.bytes_scanned
         assert whole.dollars == pytest.approx(whole.bytes_scanned / 1e12 * 5.0)
         assert len(spark.sparkContext.statusTracker().getJobIdsForGroup(None)) == jobs_before
     finally:
@@ -51,7 +53,7 @@ def test_a_scan_over_the_threshold_waits_for_a_click(spark) -> None:
         [
             {"tool_calls": [{"name": "query_lake", "input": {"sql": WHOLE}}]},
             {"tool_calls": [{"name": "query_lake", "input": {"sql": ONE_DAY}}]},
-            {"text": "One day only: the whole table needs your approval."},
+            {"text": "One day only: three need your approval."},
         ]
     )
     relay = relay_nb.Relay(model, ledger=False, approver=deny)
@@ -59,7 +61,8 @@ def test_a_scan_over_the_threshold_waits_for_a_click(spark) -> None:
         relay.connect("lake", spark, tables=["shop.events"], approve_above=threshold)
         turn = relay.ask("Events per customer?")
         refused, ran = turn.tool_results
-        assert refused.failure == "denied" and "scanned is above" in refused.content
+        assert refused.failure == "denied"
+        assert "scanned (Spark's optimized plan), above the" in refused.content
         (request,) = asked
         assert "Spark's optimized plan" in request.reason
         assert not ran.is_error and ran.artifact.row_count == 97
@@ -67,3 +70,39 @@ def test_a_scan_over_the_threshold_waits_for_a_click(spark) -> None:
         assert "estimated ≈ " in status_of(ran.artifact)
     finally:
         relay.close()
+
+
+def test_a_scan_spark_cannot_size_waits_too(spark) -> None:
+    """A file table without statistics: Spark's size is its default (8 EiB), no estimate;
+    with a threshold set, the query asks rather than runs unchecked."""
+    spark.sql("DROP TABLE IF EXISTS shop.unsized")
+    spark.sql("CREATE TABLE shop.unsized (id BIGINT, day INT) USING parquet PARTITIONED BY (day)")
+    spark.sql("INSERT INTO shop.unsized VALUES (1, 1), (2, 2)")
+    lake = SparkConnector("lake", spark, tables=["shop.unsized"], approve_above="1GB")
+    try:
+        estimate = lake.estimate("SELECT COUNT(*) AS n FROM shop.unsized")
+        assert estimate is not None and estimate.bytes_scanned is None
+        model = relay_nb.ScriptedRuntime(
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "query_lake",
+                            "input": {"sql": "SELECT COUNT(*) FROM shop.unsized"},
+                        }
+                    ]
+                },
+                {"text": "It needs your approval."},
+            ]
+        )
+        relay = relay_nb.Relay(model, ledger=False)  # no approver: nobody to ask
+        try:
+            relay.connect("lake", lake)
+            (refused,) = relay.ask("How many?").tool_results
+            assert refused.failure == "denied" and "without the figure" in refused.content
+            assert "nobody was there to approve it" in refused.content
+        finally:
+            relay.close()
+    finally:
+        lake.close()
+        spark.sql("DROP TABLE IF EXISTS shop.unsized")
