@@ -378,7 +378,8 @@ def _partial_note(meta: Results) -> str:
     if not runs:
         return ""
     parts = [f"{', '.join(r['benchmarks'])} on {str(r['when'])[:10]}" for r in runs]
-    return " Re-measured alone since: " + "; ".join(parts) + "."
+    # a benchmark re-run the same day is said once
+    return " Re-measured alone since: " + "; ".join(dict.fromkeys(parts)) + "."
 
 
 def render(data: Results) -> str:

@@ -30,6 +30,7 @@ __all__ = ["DatabricksPolicy", "SparkPolicy"]
 
 _KNOWN = frozenset(
     {
+        "monotonically_increasing_id", "spark_partition_id", "url_decode", "url_encode",
         "array_repeat", "array_union", "arrays_overlap", "bin", "bround", "cardinality", "conv",
         "count_min_sketch", "crc32", "date_part", "datediff", "every", "forall",
         "format_number", "get", "h3_longlatash3", "h3_polyfillash3", "hash", "is_variant_null",
