@@ -17,11 +17,12 @@ reads as relay_nb's own.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import pandas as pd
@@ -33,12 +34,13 @@ from relay_nb.connectors.bounds import (
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
 )
-from relay_nb.connectors.preflight import Estimate
+from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
 from relay_nb.redaction import SecretPatterns, secret_patterns
-from relay_nb.tools import short_float
+from relay_nb.tools import ToolResult, short_float
 
 __all__ = [
     "QueryResult",
+    "answer_query",
     "build_frame",
     "column_label",
     "csv_records",
@@ -327,3 +329,27 @@ def column_label(name: Any) -> str:
         return text
     quoted = json.dumps(text, ensure_ascii=False)
     return quoted.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+async def answer_query(
+    sql: str,
+    *,
+    connector_id: str,
+    preflight: Preflight,
+    estimate: Callable[[str], Estimate | None],
+    run: Callable[[str], Awaitable[QueryResult]],
+    preview_chars: int,
+) -> ToolResult:
+    """A query tool's answer: with a preflight, the engine's estimate first (in a thread) and
+    the analyst's approval above the threshold; then the query, the estimate kept on its
+    result, and the preview the model reads."""
+    estimated = None
+    if preflight.enabled:
+        estimated = await asyncio.to_thread(estimate, sql)
+        refused = await approve_if_costly(preflight, estimated, connector_id=connector_id)
+        if refused is not None:
+            return refused
+    result = await run(sql)
+    if estimated is not None:
+        result = result.model_copy(update={"estimate": estimated})
+    return ToolResult(content=preview_for_model(result, max_chars=preview_chars), artifact=result)

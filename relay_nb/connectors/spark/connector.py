@@ -35,8 +35,8 @@ from relay_nb.connectors.bounds import (
     ResultBudget,
     check_byte_limits,
 )
-from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
-from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
+from relay_nb.connectors.preflight import Estimate, Preflight
+from relay_nb.connectors.results import QueryResult, answer_query, build_frame
 from relay_nb.connectors.spark.catalog import read_spark_catalog
 from relay_nb.connectors.spark.jobs import is_connect_session, job_marks, once_more_if_pool_shut
 from relay_nb.connectors.spark.plan import plan_estimate
@@ -387,17 +387,13 @@ class SparkConnector(Connector):
         ]
 
     async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
-        estimate = None
-        if self.preflight.enabled:
-            estimate = await asyncio.to_thread(self.estimate, arguments.sql)
-            refused = await approve_if_costly(self.preflight, estimate, connector_id=self.id)
-            if refused is not None:
-                return refused
-        result = await self.aquery(arguments.sql)
-        if estimate is not None:
-            result = result.model_copy(update={"estimate": estimate})
-        return ToolResult(
-            content=preview_for_model(result, max_chars=self.preview_chars), artifact=result
+        return await answer_query(
+            arguments.sql,
+            connector_id=self.id,
+            preflight=self.preflight,
+            estimate=self.estimate,
+            run=self.aquery,
+            preview_chars=self.preview_chars,
         )
 
     async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:

@@ -26,8 +26,8 @@ from relay_nb.connectors.bounds import (
     check_byte_limits,
     describe_bytes,
 )
-from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
-from relay_nb.connectors.results import QueryResult, build_frame, preview_for_model
+from relay_nb.connectors.preflight import Estimate, Preflight
+from relay_nb.connectors.results import QueryResult, answer_query, build_frame
 from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.fetch import is_oversized
@@ -484,17 +484,14 @@ class SQLConnector(Connector):
         ]
 
     async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
-        estimate = None
-        if self.preflight.enabled:
-            estimate = await asyncio.to_thread(self.estimate, arguments.sql)
-            refused = await approve_if_costly(self.preflight, estimate, connector_id=self.id)
-            if refused is not None:
-                return refused
-        result = await self.aquery(arguments.sql)
-        if estimate is not None:
-            result = result.model_copy(update={"estimate": estimate})
-        preview = preview_for_model(result, max_chars=self.preview_chars)
-        return ToolResult(content=preview, artifact=result)
+        return await answer_query(
+            arguments.sql,
+            connector_id=self.id,
+            preflight=self.preflight,
+            estimate=self.estimate,
+            run=self.aquery,
+            preview_chars=self.preview_chars,
+        )
 
     async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
         catalog = await asyncio.to_thread(lambda: self.catalog)
