@@ -37,6 +37,7 @@ __all__ = [
     "ToolHandler",
     "ToolResult",
     "ask_approval",
+    "bind_approval",
     "short_float",
     "tool_from_function",
 ]

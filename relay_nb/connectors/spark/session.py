@@ -48,14 +48,13 @@ def open_connect_session(url: str) -> Any:
         from pyspark.sql import SparkSession
     except ImportError:
         raise ConfigurationError(
-            "Spark Connect needs PySpark with its Connect client: "
-            "pip install 'relay_nb[spark]' 'pyspark[connect]'"
+            "Spark Connect needs PySpark with its Connect client: pip install 'relay_nb[spark]'"
         ) from None
     builder = SparkSession.builder.remote(url.strip())
     try:
-        return builder.create()  # a session of its own: closing it leaves others alone
+        return builder.create()  # a session of its own (getOrCreate could hand back yours)
     except ImportError as exc:  # grpcio, pyarrow … missing
         raise ConfigurationError(
             f"Spark Connect needs {exc.name or 'its client libraries'}: "
-            "pip install 'pyspark[connect]'"
+            "pip install 'relay_nb[spark]'"
         ) from None
