@@ -23,6 +23,7 @@ BENCHMARKS = (
     "import_time",
     "introspection",
     "guard",
+    "guard_scale",
     "fetch",
     "context",
     "agent_loop",

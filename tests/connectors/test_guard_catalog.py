@@ -227,3 +227,29 @@ def _duckdb_oid(con) -> int:
     query = "SELECT table_oid FROM duckdb_tables() WHERE table_name = 'secrets'"
     (oid,) = con.execute(query).fetchone()
     return oid
+
+
+def test_the_allowlist_is_built_once_per_catalog_and_again_when_it_changes() -> None:
+    """Issue 22: the guard's cost must not grow with the catalog. A catalog hands the same
+    allowlist object to every query; the guard folds it for its dialect once."""
+    from relay_nb.connectors.sql import guard as guard_module
+    from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
+
+    def table(name: str) -> TableInfo:
+        return TableInfo(
+            schema_name="public", name=name, columns=(ColumnInfo(name="id", type="int"),)
+        )
+
+    catalog = Catalog(dialect="postgres", default_schema="public", tables=(table("orders"),))
+    assert catalog.allowlist() is catalog.allowlist()
+    before = guard_module._folded.cache_info()
+    for _ in range(3):
+        guard_module.guard_query(
+            "SELECT id FROM orders", dialect="postgres", allowed_tables=catalog.allowlist(),
+            default_schema="public", row_limit=10,
+        )  # fmt: skip
+    after = guard_module._folded.cache_info()
+    assert after.misses - before.misses <= 1 and after.hits - before.hits >= 5  # 2 passes each
+    grown = catalog.model_copy(update={"tables": (table("orders"), table("refunds"))})
+    assert ("public", "refunds") in grown.allowlist()  # not the copied cache of the old one
+    assert ("public", "refunds") not in catalog.allowlist()

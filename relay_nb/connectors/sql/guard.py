@@ -429,6 +429,23 @@ def _table_strategy(
 def _allowlist(
     pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
 ) -> frozenset[tuple[str | None, str]]:
+    """The allowlist as the dialect compares names; a catalog's (a frozenset, the same object
+    for every query of that catalog) is folded once and remembered."""
+    if isinstance(pairs, frozenset):
+        return _folded(pairs, strategy)
+    return _fold_pairs(pairs, strategy)
+
+
+@lru_cache(maxsize=16)
+def _folded(
+    pairs: frozenset[tuple[str | None, str]], strategy: NormalizationStrategy
+) -> frozenset[tuple[str | None, str]]:
+    return _fold_pairs(pairs, strategy)
+
+
+def _fold_pairs(
+    pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
+) -> frozenset[tuple[str | None, str]]:
     return frozenset(
         (_catalog_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
     )
