@@ -313,14 +313,19 @@ def _spark_catalog(results: Results) -> Row:
     return Row(metric, target, measured, r["speedup_vs_describe"] >= 2.0, reason)
 
 
-def _spark_query(results: Results) -> Row:
-    metric = "Spark: a small aggregate through `SparkConnector.query` vs `spark.sql().toPandas()`"
+def _spark_side_by_side(results: Results, key: str, metric: str, reason: str) -> Row:
+    """A query through relay_nb vs Spark's own ``toPandas()`` (``benchmarks.spark``)."""
     target = "≤ 1.5x"
-    r = _get(results, "spark", "query")
+    r = _get(results, "spark", key)
     if r is None:
         return _missing(metric, target, "spark")
     measured = f"{r['ratio']:.2f}x ({r['relay_ms']:.1f} vs {r['spark_to_pandas_ms']:.1f} ms)"
-    return Row(metric, target, measured, r["ratio"] <= 1.5, "the guard and the job group")
+    return Row(metric, target, measured, r["ratio"] <= 1.5, reason)
+
+
+def _spark_query(results: Results) -> Row:
+    metric = "Spark: a small aggregate through `SparkConnector.query` vs `spark.sql().toPandas()`"
+    return _spark_side_by_side(results, "query", metric, "the guard and the job group")
 
 
 def _spark_preflight(results: Results) -> Row:
@@ -335,12 +340,7 @@ def _spark_preflight(results: Results) -> Row:
 
 def _spark_connect(results: Results) -> Row:
     metric = "Spark Connect: the same aggregate via `sc://` vs the Connect session's `toPandas()`"
-    target = "≤ 1.5x"
-    r = _get(results, "spark", "connect")
-    if r is None:
-        return _missing(metric, target, "spark")
-    measured = f"{r['ratio']:.2f}x ({r['relay_ms']:.1f} vs {r['spark_to_pandas_ms']:.1f} ms)"
-    return Row(metric, target, measured, r["ratio"] <= 1.5, "the guard, tags, rows one by one")
+    return _spark_side_by_side(results, "connect", metric, "the guard, tags, rows one by one")
 
 
 def _suite(meta: Results) -> Row:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import socket
 import statistics
 import tempfile
 import time
@@ -49,24 +48,17 @@ def _median_ms(work: Any, runs: int) -> float:
     return statistics.median(times)
 
 
-def _session(root: Path, connect_port: int) -> Any:
-    from pyspark.sql import SparkSession
-
-    options = f"-XX:-UsePerfData -Djava.io.tmpdir={root}"
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("relay_nb-benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.local.dir", str(root / "local"))
-        .config("spark.sql.warehouse.dir", str(root / "warehouse"))
-        .config("spark.driver.extraJavaOptions", options)
-        .config("spark.connect.grpc.binding.address", "127.0.0.1")
-        .config("spark.connect.grpc.binding.port", str(connect_port))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+def _side_by_side(relay: Any, plain: Any) -> dict[str, float]:
+    """relay_nb's call and Spark's own, warmed up together, then medians of each."""
+    for _ in range(3):
+        relay()
+        plain()
+    measured = {
+        "relay_ms": _median_ms(relay, QUERY_RUNS),
+        "spark_to_pandas_ms": _median_ms(plain, QUERY_RUNS),
+    }
+    measured["ratio"] = measured["relay_ms"] / measured["spark_to_pandas_ms"]
+    return measured
 
 
 def _measure(spark: Any) -> dict[str, Any]:
@@ -107,14 +99,7 @@ def _measure(spark: Any) -> dict[str, Any]:
         "id", "CAST(id % 7 AS INT) AS day", "id * 0.5 AS amount"
     ).write.saveAsTable("default.facts")
     connector = SparkConnector("lake", spark, tables=["default.facts"])
-    for _ in range(3):
-        connector.query(_SQL)
-        spark.sql(_SQL).toPandas()
-    query = {
-        "relay_ms": _median_ms(lambda: connector.query(_SQL), QUERY_RUNS),
-        "spark_to_pandas_ms": _median_ms(lambda: spark.sql(_SQL).toPandas(), QUERY_RUNS),
-    }
-    query["ratio"] = query["relay_ms"] / query["spark_to_pandas_ms"]
+    query = _side_by_side(lambda: connector.query(_SQL), lambda: spark.sql(_SQL).toPandas())
     connector.estimate(_SQL)
     preflight = {"estimate_ms": _median_ms(lambda: connector.estimate(_SQL), QUERY_RUNS)}
     preflight["share_of_query"] = preflight["estimate_ms"] / query["relay_ms"]
@@ -130,30 +115,14 @@ def _measure(spark: Any) -> dict[str, Any]:
 
 def _connect(spark: Any) -> dict[str, float]:
     from relay_nb.connectors.spark.connector import SparkConnector
+    from relay_nb.testing.spark import start_connect_server
 
-    jvm = spark.sparkContext._jvm
-    jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(spark.sparkContext._jsc.sc())
-    port = spark.sparkContext.getConf().get("spark.connect.grpc.binding.port")
-    remote = SparkConnector("remote", f"sc://127.0.0.1:{port}", tables=["default.facts"])
+    remote = SparkConnector("remote", start_connect_server(spark), tables=["default.facts"])
     try:
         session = remote.session
-        for _ in range(3):
-            remote.query(_SQL)
-            session.sql(_SQL).toPandas()
-        connect = {
-            "relay_ms": _median_ms(lambda: remote.query(_SQL), QUERY_RUNS),
-            "spark_to_pandas_ms": _median_ms(lambda: session.sql(_SQL).toPandas(), QUERY_RUNS),
-        }
+        return _side_by_side(lambda: remote.query(_SQL), lambda: session.sql(_SQL).toPandas())
     finally:
         remote.close()
-    connect["ratio"] = connect["relay_ms"] / connect["spark_to_pandas_ms"]
-    return connect
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def run() -> dict[str, Any] | None:
@@ -161,7 +130,9 @@ def run() -> dict[str, Any] | None:
         print("-- skipped: needs pyspark and Java (pip install 'relay_nb[spark]')")
         return None
     with tempfile.TemporaryDirectory(prefix="relay_spark_bench_") as scratch:
-        spark = _session(Path(scratch), _free_port())
+        from relay_nb.testing.spark import local_spark
+
+        spark = local_spark(Path(scratch), app_name="relay_nb-benchmark")
         try:
             results = _measure(spark)
         finally:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-from pathlib import Path
 
 import pytest
 
@@ -25,27 +23,9 @@ def spark(tmp_path_factory):
         if os.environ.get("CI") == "true":
             pytest.fail("no Java for Spark under CI (apt-get install openjdk-17-jre-headless)")
         pytest.skip("no Java runtime for Spark (apt-get install openjdk-17-jre-headless)")
-    from pyspark.sql import SparkSession
+    from relay_nb.testing.spark import local_spark
 
-    root: Path = tmp_path_factory.mktemp("spark")
-    with socket.socket() as probe:  # a free port for the Spark Connect server, if started
-        probe.bind(("127.0.0.1", 0))
-        connect_port = probe.getsockname()[1]
-    java_options = f"-XX:-UsePerfData -Djava.io.tmpdir={root}"
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("relay_nb-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.local.dir", str(root / "local"))
-        .config("spark.sql.warehouse.dir", str(root / "warehouse"))
-        .config("spark.driver.extraJavaOptions", java_options)
-        .config("spark.connect.grpc.binding.address", "127.0.0.1")
-        .config("spark.connect.grpc.binding.port", str(connect_port))
-        .config("spark.executor.extraJavaOptions", java_options)
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark(tmp_path_factory.mktemp("spark"), app_name="relay_nb-tests")
     session.sql("CREATE DATABASE IF NOT EXISTS shop COMMENT 'the test shop'")
     customers = [(1, "Ada", "DE"), (2, "Bo", "FR"), (3, "Cy", "DE")]
     session.createDataFrame(customers, "id INT, name STRING, country STRING").write.saveAsTable(
@@ -78,11 +58,10 @@ def connect_url(spark) -> str:
     """A Spark Connect server in the test session's own JVM (the ``spark-connect`` jar ships
     with pyspark 4; the client needs ``pyspark[connect]``'s grpcio): it sees the same
     ``shop`` database, and its jobs show in the same status tracker."""
-    pytest.importorskip("grpc", reason="pip install 'pyspark[connect]'")
-    jvm = spark.sparkContext._jvm
-    jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(spark.sparkContext._jsc.sc())
-    port = spark.sparkContext.getConf().get("spark.connect.grpc.binding.port")
-    return f"sc://127.0.0.1:{port}"
+    pytest.importorskip("grpc", reason="pip install 'relay_nb[spark]'")
+    from relay_nb.testing.spark import start_connect_server
+
+    return start_connect_server(spark)
 
 
 @pytest.fixture(scope="session")
