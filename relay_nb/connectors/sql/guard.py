@@ -14,8 +14,11 @@ The pipeline, each step a small function::
       -> parse (again with comments as spaces, if only they split ``ORDER /* … */ BY``)
       -> query root -> walk every node (statements, commands, INTO, locks, hints,
          variables, functions, table functions, tables with CTE scoping, tree depth)
-      -> tables against the allowlist -> LIMIT injected/clamped -> generate (within a budget)
-    then the same pipeline again over the generated text, which must reproduce it exactly
+      -> tables against the allowlist -> LIMIT injected/clamped -> shape recorded
+      -> generate (within a budget)
+    then the generated text must read back as exactly that tree (the text front end and the
+    parse again, :mod:`~relay_nb.connectors.sql.guard_readback`); where it does not, the
+    whole pipeline runs again over it and must reproduce it exactly
 
 Every step costs time and memory linear in the input (DESIGN §11): the bounds in
 :mod:`~relay_nb.connectors.sql.guard_rules` (``MAX_*``) cut off the shapes that would not be
@@ -45,6 +48,7 @@ from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from relay_nb.connectors.sql import (
     dialects,  # registers "mariadb" with sqlglot; the warehouses' guard dialects
     guard_output,
+    guard_readback,
     guard_text,
 )
 from relay_nb.connectors.sql import guard_rules as rules
@@ -102,7 +106,9 @@ def guard_query(
     unqualified names resolve to ``default_schema``.
     Raises :class:`UnsafeQueryError` with one of :data:`RULES`.
     """
-    first = _guard_once(
+    engine = _dialect(dialect)
+    policy = policy_for(dialect)
+    first, checked = _guard_once(
         sql,
         dialect=dialect,
         allowed_tables=allowed_tables,
@@ -110,7 +116,8 @@ def guard_query(
         row_limit=row_limit,
         bounds=_INPUT,
     )
-    _refuse_unfaithful_output(first, allowed_tables, default_schema, row_limit, dialect)
+    if not guard_readback.reads_back(first.sql, checked, engine, policy):
+        _refuse_unfaithful_output(first, allowed_tables, default_schema, row_limit, dialect)
     return first
 
 
@@ -122,10 +129,11 @@ def _guard_once(
     default_schema: str | None,
     row_limit: int,
     bounds: tuple[int, int],
-) -> GuardedQuery:
-    """One pass of the pipeline; :func:`guard_query` runs it twice (the second time over the
-    generated text, which may be longer than the input was: ``bounds`` on characters and
-    tokens)."""
+) -> tuple[GuardedQuery, list[object]]:
+    """One pass of the pipeline, and the :func:`~guard_readback.shape` of the tree it wrote
+    out (recorded before the generator could touch it). :func:`guard_query` runs it once, or
+    twice when the text does not read back as that tree (the second time over the generated
+    text, which may be longer than the input was: ``bounds`` on characters and tokens)."""
     if row_limit < 1:
         raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
     engine = _dialect(dialect)
@@ -154,7 +162,8 @@ def _guard_once(
         tree = capped if query is tree else tree
         query = capped
     limit, injected, clamped = apply_limit(query, row_limit)
-    return GuardedQuery(
+    checked = guard_readback.shape(tree)
+    guarded = GuardedQuery(
         sql=guard_output.generate(tree, engine, nodes=found.nodes),
         tables=tables,
         limit=limit,
@@ -162,10 +171,11 @@ def _guard_once(
         limit_clamped=clamped,
         unvetted_functions=tuple(dict.fromkeys(found.unvetted)),
     )
+    return guarded, checked
 
 
 _INPUT = (rules.MAX_SQL_CHARS, rules.MAX_TOKENS)
-_OUTPUT = (rules.MAX_OUTPUT_CHARS, 2 * rules.MAX_TOKENS)
+_OUTPUT = (rules.MAX_OUTPUT_CHARS, guard_readback.MAX_OUTPUT_TOKENS)
 """(characters, tokens): the model's text, and the generated text the second pass reads."""
 
 
@@ -527,7 +537,7 @@ def _refuse_unfaithful_output(
     character for character; then what runs is exactly what was checked.
     """
     try:
-        second = _guard_once(
+        second, _ = _guard_once(
             first.sql,
             dialect=dialect,
             allowed_tables=allowed_tables,

@@ -1,0 +1,104 @@
+"""The guard's last check, made cheap: the text that will run must read back as the tree that
+was checked.
+
+The generator can write text the database reads differently from the tree it came from:
+MySQL reads ``#`` as a comment, so ``a #- b LIMIT 201`` loses its LIMIT; a missing pair of
+parentheses regroups an expression; a dialect transform rewrites a node into others that were
+never walked. The guard used to prove the opposite by guarding its own output a second time —
+tokens, parse, walk, value sizes, tables, LIMIT, generation — and requiring the same text
+back. That second pass was half of every query's guard time.
+
+This module checks the same thing by construction. Before the tree is written out, its
+:func:`shape` is recorded: every node's class and every argument, in order, exactly (strings
+case and all).
+Then the written text goes through the same text front end as the model's (NUL and length,
+tokens, executable comments, one statement, leading keyword, nesting, subscripts), is parsed
+in the same dialect, has the same as-written spellings kept, and its shape must be the
+recorded one. If it is:
+
+- the database reads (as far as sqlglot models it, the assumption the whole guard rests on)
+  exactly the tree that was checked: every node of it was walked by the rules, or is one the
+  guard itself wrote after the walk (the LIMIT, the ``LIMIT … BY`` wrapper, a bounded count
+  from the value-size rule) — guard-written shapes the rules accept;
+- generating that tree again gives the same text (generation is a function of the tree), so
+  the text is the guard's fixed point, which is what the second pass required.
+
+If it is not (the generator added parentheses, spelled a function out, or wrote something
+else), the guard runs the full second pass as before: nothing the second pass accepted is
+refused, and nothing it refused is accepted. ``tests/connectors/test_guard_readback.py``
+checks both directions on every corpus and on the fuzzers' queries.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+
+from relay_nb.connectors.sql import guard_rules as rules
+from relay_nb.connectors.sql import guard_text
+from relay_nb.connectors.sql.policies import GuardPolicy
+from relay_nb.connectors.sql.policies.as_written import keep_as_written
+from relay_nb.errors import UnsafeQueryError
+
+__all__ = ["MAX_OUTPUT_TOKENS", "reads_back", "shape"]
+
+MAX_OUTPUT_TOKENS = 2 * rules.MAX_TOKENS
+"""The generated text may hold more tokens than the model's (quotes, a LIMIT, a wrapper)."""
+
+_END = object()
+"""Closes a node's arguments in a shape, so two nodes' arguments can never run together."""
+
+
+def shape(tree: exp.Expr) -> list[object]:
+    """The tree as a flat list, in preorder: each node's class, the keys of its present
+    arguments in their order, an end mark, then each argument's value (nodes recursively,
+    lists as their length then their items, anything else as its type and value).
+
+    The encoding reads back unambiguously, so two trees have equal shapes exactly when they
+    have the same classes and arguments in the same order (an argument set to ``None`` is an
+    absent one: ``args.get`` reads them alike). Strings compare exactly, case and all, unlike
+    sqlglot's own ``==``, which folds them. Comments and sqlglot's private metadata are no part
+    of what runs and are left out. One plain loop, no sorting: this runs twice per query.
+    """
+    flat: list[object] = []
+    append = flat.append
+    stack: list[object] = [tree]
+    pop = stack.pop
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is list:
+            append(len(item))  # type: ignore[arg-type]
+            stack.extend(reversed(item))  # type: ignore[call-overload]
+        elif isinstance(item, exp.Expr):
+            append(kind)
+            values = []
+            for key, value in item.args.items():
+                if value is not None:
+                    append(key)
+                    values.append(value)
+            append(_END)
+            stack.extend(reversed(values))
+        else:  # a string, a number, a flag, an enum member: its type and value
+            append((kind, item))
+    return flat
+
+
+def reads_back(
+    sql: str, expected: list[object], engine: Dialect, policy: type[GuardPolicy]
+) -> bool:
+    """Whether ``sql``, read as the database would, is exactly the tree whose :func:`shape` is
+    ``expected``; ``False`` if not or if the text front end refuses it."""
+    try:
+        guard_text.refuse_unreadable_text(sql, rules.MAX_OUTPUT_CHARS)
+        tokens = guard_text.tokenize(sql, engine, MAX_OUTPUT_TOKENS)
+        guard_text.refuse_executable_comments(sql, tokens)
+        statement = guard_text.single_statement(tokens)
+        guard_text.refuse_leading_keyword(statement[0], policy.leading_keywords)
+        guard_text.refuse_deep_nesting(statement)
+        guard_text.refuse_costly_subscripts(statement, engine)
+        tree = guard_text.parse_statement(sql, statement, engine)
+        keep_as_written(tree, statement, policy.as_written)
+    except UnsafeQueryError:
+        return False
+    return shape(tree) == expected
