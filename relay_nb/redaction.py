@@ -55,8 +55,10 @@ def register_secret(value: str) -> None:
         _extra_secrets.add(value)
 
 
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """Does an environment variable of this name hold a credential?"""
+    """Does an environment variable of this name hold a credential? (Cached: every result
+    the connectors build asks it of every variable.)"""
     upper = name.upper()
     if upper in _NOT_SECRET_NAMES or upper.endswith(_NOT_SECRET_SUFFIXES):
         return False
@@ -65,7 +67,8 @@ def is_secret_name(name: str) -> bool:
 
 def known_secrets(extra: Iterable[str] = ()) -> list[str]:
     """Secret values from secret-named env vars, registered secrets and ``extra``; longest first."""
-    found = {v for k, v in os.environ.items() if is_secret_name(k)}
+    values = (os.environ.get(name) for name in list(os.environ) if is_secret_name(name))
+    found = {value for value in values if value is not None}
     found |= _extra_secrets
     found |= set(extra)
     return sorted((s for s in found if len(s) >= _MIN_SECRET_LEN), key=len, reverse=True)

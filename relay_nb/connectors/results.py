@@ -107,26 +107,38 @@ def build_frame(
     (SQLite) are parsed as ISO 8601 when every value parses — otherwise left untouched.
     """
     columns, rows = redact_rows(columns, rows)
-    frame = pd.DataFrame.from_records(list(rows), columns=list(columns), coerce_float=True)
-    if frame.columns.has_duplicates:
+    records = list(rows)
+    frame = pd.DataFrame.from_records(records, columns=list(columns), coerce_float=True)
+    if len(set(columns)) < len(columns):
         return frame  # positional access only; conversions below address columns by name
-    for name in frame.columns:
-        series = frame[name]
-        # pandas 3 infers text as its own string dtype, older pandas leaves it object
-        if not (pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series)):
-            continue
-        values = series.dropna()
-        if values.empty:
-            continue
-        if all(isinstance(v, dt.date) and not isinstance(v, dt.datetime) for v in values):
-            frame[name] = pd.to_datetime(series)
-        elif (
-            temporal_columns
-            and name in temporal_columns
-            and all(isinstance(v, str) for v in values)
-        ):
-            frame[name] = _parse_iso(series)
+    temporal = temporal_columns or {}
+    # decided on the driver's values, not on Series: most columns are settled by their
+    # first value, and a 1-row result then costs no pandas call beyond the frame itself
+    for index, name in enumerate(columns):
+        kind = _temporal_kind(records, index, text_is_temporal=name in temporal)
+        if kind == "date":
+            frame[name] = pd.to_datetime(frame[name])
+        elif kind == "iso":
+            frame[name] = _parse_iso(frame[name])
     return frame
+
+
+def _is_date(value: Any) -> bool:
+    return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+
+
+def _temporal_kind(
+    records: Sequence[tuple[Any, ...]], index: int, *, text_is_temporal: bool
+) -> Literal["date", "iso"] | None:
+    """``"date"`` when every value of the column is a ``date`` (None aside), ``"iso"`` when
+    the catalog calls it temporal and every value is text, else None."""
+    values = (record[index] for record in records)
+    first = next((value for value in values if value is not None), None)
+    if _is_date(first):
+        return "date" if all(value is None or _is_date(value) for value in values) else None
+    if text_is_temporal and isinstance(first, str):
+        return "iso" if all(value is None or isinstance(value, str) for value in values) else None
+    return None
 
 
 def redact_rows(

@@ -227,11 +227,11 @@ class DataFrameConnector(SQLConnector):
                 except FrameError as exc:
                     raise QueryExecutionError(str(exc)) from None
 
-    def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
+    def _execute(self, sql: str, cancel: CancelHandle, **how: Any) -> QueryResult:
         # one DuckDB connection holds the registrations: queries take turns on it
         with self._lock:
             self._check_open()
-            return super()._execute(sql, cancel)
+            return super()._execute(sql, cancel, **how)
 
     @contextlib.contextmanager
     def _driver(self) -> Iterator[Any]:

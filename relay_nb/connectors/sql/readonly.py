@@ -48,6 +48,7 @@ from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from relay_nb.connectors.background import Deadline, after
 from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
@@ -259,12 +260,14 @@ def _sqlite_read_only_url(url: URL) -> tuple[URL, dict[str, Any]]:
     return ro, args
 
 
-def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_on_connect(dbapi_connection: Any, record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA query_only = ON")
     finally:
         cursor.close()
+    # nothing turns it off again (the guard refuses PRAGMA): each query need not re-check
+    record.info["relay_query_only_at_connect"] = True
 
 
 _SERVERS = ("postgresql", "mysql", "mariadb")
@@ -296,8 +299,7 @@ def run_read_only(
     budget = budget or ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES)
     backend = engine.dialect.name
     raw = _checkout(engine)
-    timer = threading.Timer(timeout_s, cancel.cancel, kwargs={"reason": "timeout"})
-    timer.daemon = True
+    timer: Deadline | None = None
     started = time.perf_counter()
     clean = False
     stopped = False
@@ -305,7 +307,7 @@ def run_read_only(
         driver_conn = raw.driver_connection
         _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path, budget)
         cancel.arm(_canceller(backend, engine, driver_conn, raw))
-        timer.start()
+        timer = after(timeout_s, lambda: cancel.cancel(reason="timeout"))
         try:
             if cancel.cancelled:  # a cancel that came before the statement: never start it
                 raise QueryCancelled(cancel.reason)
@@ -327,7 +329,8 @@ def run_read_only(
         raise
     finally:
         cancel.disarm()  # also when the statement never started: no cancel outlives the call
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         discard = cancel.fired or stopped or (not clean and backend in ("mysql", "mariadb"))
         _end(backend, engine, raw, discard=discard, reset_session=reset_session)
 
@@ -427,9 +430,12 @@ def _begin_read_only(
         elif backend == "sqlite":
             # remember the connection's own setting: an engine the caller passed in must get
             # its connections back as they were (our own engines are query_only from connect)
-            cursor.execute("PRAGMA query_only")
-            raw.info["relay_query_only_before"] = bool(cursor.fetchone()[0])
-            cursor.execute("PRAGMA query_only = ON")
+            if raw.info.get("relay_query_only_at_connect"):
+                raw.info["relay_query_only_before"] = True
+            else:
+                cursor.execute("PRAGMA query_only")
+                raw.info["relay_query_only_before"] = bool(cursor.fetchone()[0])
+                cursor.execute("PRAGMA query_only = ON")
             # one huge string can outrun the progress handler: cap value sizes per call
             driver = raw.driver_connection
             # and no value may be longer than the whole result may be (the budget's limit)
