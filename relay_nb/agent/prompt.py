@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from relay_nb.agent.skills import Skill
 from relay_nb.context import ContextItem, render_context
+from relay_nb.context.render import CONNECTORS_HEADING
 
 __all__ = ["BASE_RULES", "CONNECTORS_HEADING", "assemble_system_prompt", "base_prompt"]
 
-CONNECTORS_HEADING = "# Connectors"
 
 BASE_RULES = """\
 You are relay_nb, a data analyst's assistant working inside a Jupyter notebook.

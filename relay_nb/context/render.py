@@ -17,11 +17,20 @@ import html
 import re
 from collections.abc import Sequence
 
-from relay_nb.context.types import ContextItem
+from relay_nb.context.types import ContextItem, estimate_tokens
 
-__all__ = ["render_context"]
+__all__ = [
+    "CONNECTORS_HEADING",
+    "HEADING",
+    "SECTIONS_TOKENS",
+    "framed_tokens",
+    "render_context",
+    "wrapper_tokens",
+]
 
 HEADING = "# Context"
+CONNECTORS_HEADING = "# Connectors"
+"""The two sections of the prompt's context: connector schemas, then everything else."""
 
 # "<", optional "/" (either side may carry whitespace), then the tag name, any case.
 _TAG_LIKE = re.compile(r"<(?P<slash>\s*/)?\s*(?P<name>context)", re.IGNORECASE)
@@ -33,6 +42,26 @@ def render_context(items: Sequence[ContextItem], *, heading: str = HEADING) -> s
         return ""
     blocks = "\n\n".join(_block(item) for item in items)
     return f"{heading}\n\n{blocks}\n"
+
+
+def framed_tokens(item: ContextItem) -> int:
+    """What ``item`` costs in the rendered prompt: its content's tokens (as the source counted
+    them), what escaping adds to it, and its block's wrapper with the blank line after it.
+    Never less than the rendered block's own estimate: ``ceil((a + b) / 4)`` is at most
+    ``ceil(a / 4) + ceil(b / 4)``."""
+    grown = len(escape_content(item.content)) - len(item.content.rstrip("\n"))
+    return item.token_estimate + -(-max(0, grown) // 4) + wrapper_tokens(item.source, item.title)
+
+
+def wrapper_tokens(source: str, title: str | None = None) -> int:
+    """What the block around an item of ``source`` adds to its content: the room a source
+    leaves for it when it sizes its content to a share of the budget."""
+    empty = ContextItem(source=source, title=title, content="", priority=0)
+    return estimate_tokens(_block(empty) + "\n\n")
+
+
+SECTIONS_TOKENS = estimate_tokens(f"\n\n{CONNECTORS_HEADING}\n\n\n\n\n{HEADING}\n\n\n")
+"""The headings of both sections and the blank lines around them: packing reserves them."""
 
 
 def _block(item: ContextItem) -> str:

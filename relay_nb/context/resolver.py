@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
+from relay_nb.context.render import SECTIONS_TOKENS, framed_tokens
 from relay_nb.context.types import (
     ContextItem,
     ContextRequest,
@@ -52,17 +53,20 @@ def pack_items(
     ``candidates`` must already be in source order then item order: Python's sort is stable,
     so equal priorities keep that order and a resolution is reproducible. ``budget=None``
     keeps everything; ``budget=0`` keeps nothing (even zero-token items: "no context" must
-    mean none).
+    mean none). What counts is what the prompt will hold: each item in its ``<context>``
+    block, escaped, and the sections' headings, so the rendered context never exceeds the
+    budget (:func:`~relay_nb.context.render.framed_tokens`).
     """
     ordered = sorted(candidates, key=lambda item: -item.priority)
     if budget is None:
         return ordered, []
     kept: list[ContextItem] = []
     dropped: list[DroppedItem] = []
-    used = 0
+    used = SECTIONS_TOKENS
     for item in ordered:
-        if budget > 0 and used + item.token_estimate <= budget:
-            used += item.token_estimate
+        cost = framed_tokens(item)
+        if budget > 0 and used + cost <= budget:
+            used += cost
             kept.append(item)
         else:
             dropped.append(DroppedItem(item=item, reason="over_budget"))
@@ -150,6 +154,7 @@ class ContextResolver:
             raise ConfigurationError(f"budget must be a non-negative token count, got {limit!r}")
         sources = list(self._sources)
         request = _with_related_terms(request, sources, self._logger)
+        request = _with_schema_share(request, sources, limit)
         results = await _gather_all(
             [self._fetch_one(source, request) for source in sources],
         )
@@ -375,3 +380,29 @@ def _with_related_terms(
     if tuple(terms) == request.related_terms:
         return request
     return request.model_copy(update={"related_terms": tuple(terms)})
+
+
+def _with_schema_share(
+    request: ContextRequest, sources: list[ContextSource], budget: int | None
+) -> ContextRequest:
+    """``request`` with the tokens each connector schema may use: the budget (less the
+    sections' headings) split evenly among the schema sources this question reads.
+
+    Each schema source sizes itself to its share, so two 10,000-table connectors both appear
+    (ranked by the question) instead of the first filling the budget and the second being
+    dropped whole; a schema that needs less than its share leaves the rest to the items
+    packed after it.
+    """
+    if budget is None:
+        return request
+    schemas = [
+        source
+        for source in sources
+        if getattr(source, "kind", None) == "schema"
+        and (
+            not request.connector_ids
+            or getattr(source, "connector_id", None) in request.connector_ids
+        )
+    ]
+    share = max(0, budget - SECTIONS_TOKENS) // max(1, len(schemas))
+    return request.model_copy(update={"schema_share": share})

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from relay_nb.connectors.base import Connector
+from relay_nb.context.render import wrapper_tokens
 from relay_nb.context.types import ContextItem, ContextRequest
 from relay_nb.tools import short_float
 
@@ -80,8 +81,19 @@ class SkillGuardrailsSource:
         ]
 
 
+SCHEMA_TOKENS = 4_000
+"""The most a connector's schema takes in a question's prompt, by default: all of a catalog
+that fits, else the tables the question ranks first and a line naming the rest, which the
+model reads with the connector's describe tool. A question needs a few tables; a 10,000-table
+catalog filling a 72,000-token budget cost about $0.20 of input on every call."""
+
+
 class ConnectorSchemaSource:
-    """A connector's prompt context, ranked by the question when the budget is tight.
+    """A connector's prompt context, ranked by the question when it does not fit.
+
+    It takes the smallest of ``max_tokens`` (default :data:`SCHEMA_TOKENS`; ``None`` for no
+    cap of its own), its share of the budget (``request.schema_share``, split among the
+    connectors the question reads) and the budget, less its ``<context>`` wrapper.
 
     Introspection can be slow on a large catalog, so the timeout is longer than the 2 s
     default, and :meth:`prewarm` can read the catalog ahead of the first question for a
@@ -90,9 +102,14 @@ class ConnectorSchemaSource:
     """
 
     timeout_s = 10.0
+    kind = "schema"
 
     def __init__(
-        self, connector: Connector, *, priority: int = 70, max_tokens: int | None = None
+        self,
+        connector: Connector,
+        *,
+        priority: int = 70,
+        max_tokens: int | None = SCHEMA_TOKENS,
     ) -> None:
         self.connector = connector
         self.connector_id = connector.id
@@ -112,7 +129,9 @@ class ConnectorSchemaSource:
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:
         if request.connector_ids and self.connector.id not in request.connector_ids:
             return []
-        limit = self.max_tokens if self.max_tokens is not None else request.budget
+        limits = [request.budget, request.schema_share, self.max_tokens]
+        known = [limit for limit in limits if limit is not None]
+        limit = max(0, min(known) - wrapper_tokens(self.name)) if known else None
         # the names the question means (a glossary's synonyms) rank like its own words
         question = " ".join((request.question, *request.related_terms))
         text = await asyncio.to_thread(

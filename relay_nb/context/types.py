@@ -34,6 +34,9 @@ class ContextRequest(BaseModel):
     connector_ids: tuple[str, ...] = ()
     budget: int | None = Field(default=None, ge=0)
     """Tokens the context may use; sources may use it to size what they return."""
+    schema_share: int | None = Field(default=None, ge=0)
+    """Tokens one connector's schema may use, wrapper included: the resolver splits the
+    budget among the schema sources a question reads (``None``: all of ``budget``)."""
     related_terms: tuple[str, ...] = ()
     """Names the question means in the data though it does not say them ("nations" →
     ``country``), from sources' ``related_terms(request)`` (a knowledge file's synonyms);

@@ -249,7 +249,7 @@ def test_the_allowlist_is_built_once_per_catalog_and_again_when_it_changes() -> 
             default_schema="public", row_limit=10,
         )  # fmt: skip
     after = guard_module._folded.cache_info()
-    assert after.misses - before.misses <= 1 and after.hits - before.hits >= 5  # 2 passes each
+    assert after.misses - before.misses <= 1 and after.hits - before.hits >= 2  # once a query
     grown = catalog.model_copy(update={"tables": (table("orders"), table("refunds"))})
     assert ("public", "refunds") in grown.allowlist()  # not the copied cache of the old one
     assert ("public", "refunds") not in catalog.allowlist()

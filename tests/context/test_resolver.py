@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from relay_nb.context import ContextItem, ContextRequest, ContextResolver
+from relay_nb.context.render import SECTIONS_TOKENS, framed_tokens
 from relay_nb.context.resolver import pack_items
 from relay_nb.errors import ConfigurationError
 
@@ -73,10 +74,11 @@ async def test_greedy_skips_a_big_item_and_keeps_a_later_small_one() -> None:
         "s",
         items=[item("s", 60, 90, "first"), item("s", 50, 80, "big"), item("s", 30, 70, "small")],
     )
-    resolved = await ContextResolver([src]).resolve(REQUEST, budget=100)
+    budget = SECTIONS_TOKENS + framed_tokens(item("s", 60)) + framed_tokens(item("s", 40)) - 1
+    resolved = await ContextResolver([src]).resolve(REQUEST, budget=budget)
     assert contents(resolved.kept) == ["first", "small"]
     assert [(d.item.content, d.reason) for d in resolved.dropped] == [("big", "over_budget")]
-    assert resolved.token_estimate == 90 and resolved.budget == 100
+    assert resolved.token_estimate == 90 and resolved.budget == budget
 
 
 def test_budget_zero_keeps_nothing_even_zero_token_items() -> None:
@@ -85,9 +87,11 @@ def test_budget_zero_keeps_nothing_even_zero_token_items() -> None:
 
 
 def test_exact_fit_is_kept_and_one_more_token_is_not() -> None:
-    kept, dropped = pack_items([item("s", 40), item("s", 60)], 100)
+    """The budget covers what the prompt holds: each item's block and the headings."""
+    budget = SECTIONS_TOKENS + framed_tokens(item("s", 40)) + framed_tokens(item("s", 60))
+    kept, dropped = pack_items([item("s", 40), item("s", 60)], budget)
     assert len(kept) == 2 and dropped == []
-    kept, dropped = pack_items([item("s", 40), item("s", 61)], 100)
+    kept, dropped = pack_items([item("s", 40), item("s", 61)], budget)
     assert contents(kept) == ["s-40"] and contents([d.item for d in dropped]) == ["s-61"]
 
 
@@ -96,9 +100,9 @@ async def test_budget_none_is_unlimited_and_defaults_to_request_budget() -> None
     resolver = ContextResolver([src])
     unlimited = await resolver.resolve(REQUEST)
     assert len(unlimited.kept) == 2 and unlimited.budget is None
-    from_request = await resolver.resolve(REQUEST.model_copy(update={"budget": 1500}))
-    assert contents(from_request.kept) == ["s-1000"] and from_request.budget == 1500
-    explicit = await resolver.resolve(REQUEST.model_copy(update={"budget": 1500}), budget=5000)
+    from_request = await resolver.resolve(REQUEST.model_copy(update={"budget": 2500}))
+    assert contents(from_request.kept) == ["s-1000"] and from_request.budget == 2500
+    explicit = await resolver.resolve(REQUEST.model_copy(update={"budget": 2500}), budget=5000)
     assert len(explicit.kept) == 2
 
 

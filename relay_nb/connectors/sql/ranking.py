@@ -95,8 +95,14 @@ class LexicalRanker:
                 for near in index.neighbours[position]:
                     bonus[near] += _NEIGHBOUR_SHARE * score
         scores = [d + min(_NEIGHBOUR_CAP, b) for d, b in zip(direct, bonus, strict=True)]
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-        return [(catalog.tables[i], scores[i]) for i in order]
+        # only the scored tables need sorting; the rest tie at 0 and keep catalog order
+        scored = sorted((i for i, score in enumerate(scores) if score > 0),
+                        key=lambda i: (-scores[i], i))  # fmt: skip
+        tables = catalog.tables
+        ranked = [(tables[i], scores[i]) for i in scored]
+        if len(ranked) < len(tables):
+            ranked += [(t, 0.0) for t, score in zip(tables, scores, strict=True) if score <= 0]
+        return ranked
 
     def _matches(self, index: _Index, term: str) -> dict[int, float]:
         """Table position -> the best weight any reading of ``term`` earns there."""
