@@ -24,6 +24,8 @@ BENCHMARKS = (
     "introspection",
     "guard",
     "guard_scale",
+    "small_query",
+    "prompt_scale",
     "fetch",
     "context",
     "agent_loop",

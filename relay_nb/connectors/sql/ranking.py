@@ -84,24 +84,35 @@ class LexicalRanker:
         self.rarity = rarity
 
     def rank(self, catalog: Catalog, question: str) -> list[tuple[TableInfo, float]]:
+        """Sparse: only the tables a word of the question reaches are scored and sorted;
+        the rest follow at 0 in catalog order (on 10,000 tables, per-table lists for every
+        question were most of a warm turn's cost)."""
         index = _index(catalog, values=self.values)
-        direct = [0.0] * len(catalog.tables)
+        direct: dict[int, float] = {}
         for term in terms(question):
+            rarity = index.rarity(term) if self.rarity else 1.0
             for position, weight in self._matches(index, term).items():
-                direct[position] += weight * (index.rarity(term) if self.rarity else 1.0)
-        bonus = [0.0] * len(direct)
-        for position, score in enumerate(direct):
+                direct[position] = direct.get(position, 0.0) + weight * rarity
+        bonus: dict[int, float] = {}
+        for position, score in direct.items():
             if score > 0:
                 for near in index.neighbours[position]:
-                    bonus[near] += _NEIGHBOUR_SHARE * score
-        scores = [d + min(_NEIGHBOUR_CAP, b) for d, b in zip(direct, bonus, strict=True)]
-        # only the scored tables need sorting; the rest tie at 0 and keep catalog order
-        scored = sorted((i for i, score in enumerate(scores) if score > 0),
+                    bonus[near] = bonus.get(near, 0.0) + _NEIGHBOUR_SHARE * score
+        scores = {
+            position: direct.get(position, 0.0) + min(_NEIGHBOUR_CAP, bonus.get(position, 0.0))
+            for position in direct.keys() | bonus.keys()
+        }
+        scored = sorted((i for i, score in scores.items() if score > 0),
                         key=lambda i: (-scores[i], i))  # fmt: skip
         tables = catalog.tables
         ranked = [(tables[i], scores[i]) for i in scored]
         if len(ranked) < len(tables):
-            ranked += [(t, 0.0) for t, score in zip(tables, scores, strict=True) if score <= 0]
+            unscored = index.unscored
+            if ranked:
+                taken = set(scored)
+                ranked += [pair for i, pair in enumerate(unscored) if i not in taken]
+            else:
+                ranked = list(unscored)
         return ranked
 
     def _matches(self, index: _Index, term: str) -> dict[int, float]:
@@ -165,6 +176,10 @@ class _Index:
         self.vocabulary = sorted(t for t in self.postings if len(t) >= 4)
         self.known = frozenset(self.vocabulary)
         self._deletions: dict[str, set[str]] | None = None
+        self.unscored: tuple[tuple[TableInfo, float], ...] = tuple(
+            (table, 0.0) for table in catalog.tables
+        )
+        """Every table at score 0, in catalog order: the tail of every ranking."""
 
     def _add(self, position: int, table: TableInfo, *, values: bool) -> None:
         comments = " ".join(filter(None, [table.comment, *(c.comment for c in table.columns)]))

@@ -202,7 +202,7 @@ def _render_ranked(
         every = _omitted_line(list(lines.names.values()), describe_tool)
         reserve = min(len(every), reserve)
     shown = _pack(ranking, lines, budget_chars - len(LEGEND) - 1 - reserve)
-    omitted = [t.qualified_name for t, _ in ranking if t.qualified_name not in shown]
+    omitted = [name for t, _ in ranking if (name := t.qualified_name) not in shown]
     body = [LEGEND, *(shown[name] for name in lines.parts if name in shown)]
     room = budget_chars - len("\n".join(body)) - 1
     body.append(_omitted_line([lines.names[n] for n in omitted], describe_tool, room))
