@@ -58,9 +58,7 @@ def _request(question: str, budget: int) -> ContextRequest:
 @pytest.mark.parametrize("budget", [1_500, 6_000, 20_000, 72_000])
 async def test_the_rendered_context_never_exceeds_its_budget(two_large, budget: int) -> None:
     sales, ops = two_large
-    resolver = ContextResolver(
-        [ConnectorSchemaSource(sales), ConnectorSchemaSource(ops), _Notes()]
-    )
+    resolver = ContextResolver([ConnectorSchemaSource(sales), ConnectorSchemaSource(ops), _Notes()])
     resolved = await resolver.resolve(_request("sale_0042 amounts by status", budget))
     context = assemble_system_prompt("", resolved.kept)
     assert estimate_tokens(context) <= budget

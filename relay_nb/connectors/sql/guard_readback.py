@@ -90,14 +90,9 @@ def reads_back(
     """Whether ``sql``, read as the database would, is exactly the tree whose :func:`shape` is
     ``expected``; ``False`` if not or if the text front end refuses it."""
     try:
-        guard_text.refuse_unreadable_text(sql, rules.MAX_OUTPUT_CHARS)
-        tokens = guard_text.tokenize(sql, engine, MAX_OUTPUT_TOKENS)
-        guard_text.refuse_executable_comments(sql, tokens)
-        statement = guard_text.single_statement(tokens)
-        guard_text.refuse_leading_keyword(statement[0], policy.leading_keywords)
-        guard_text.refuse_deep_nesting(statement)
-        guard_text.refuse_costly_subscripts(statement, engine)
-        tree = guard_text.parse_statement(sql, statement, engine)
+        tree, statement = guard_text.read_statement(
+            sql, engine, policy.leading_keywords, (rules.MAX_OUTPUT_CHARS, MAX_OUTPUT_TOKENS)
+        )
         keep_as_written(tree, statement, policy.as_written)
     except UnsafeQueryError:
         return False

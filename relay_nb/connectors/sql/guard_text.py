@@ -22,6 +22,7 @@ from relay_nb.errors import UnsafeQueryError
 __all__ = [
     "fold",
     "parse_statement",
+    "read_statement",
     "refuse",
     "refuse_costly_subscripts",
     "refuse_deep_nesting",
@@ -244,6 +245,23 @@ def refuse_leading_keyword(first: Token, allowed: frozenset[str]) -> None:
 
 # --------------------------------------------------------------------------------------------
 # Parsing
+
+
+def read_statement(
+    sql: str, engine: Dialect, leading_keywords: frozenset[str], bounds: tuple[int, int]
+) -> tuple[exp.Expr, list[Token]]:
+    """The whole front end, from a string to its one parsed statement and its tokens:
+    readable text within ``bounds`` (characters, tokens), no executable comment, one
+    statement, an allowed leading keyword, bounded nesting and subscripts, a parse."""
+    max_chars, max_tokens = bounds
+    refuse_unreadable_text(sql, max_chars)
+    tokens = tokenize(sql, engine, max_tokens)
+    refuse_executable_comments(sql, tokens)
+    statement = single_statement(tokens)
+    refuse_leading_keyword(statement[0], leading_keywords)
+    refuse_deep_nesting(statement)
+    refuse_costly_subscripts(statement, engine)
+    return parse_statement(sql, statement, engine), statement
 
 
 def parse_statement(sql: str, statement: list[Token], engine: Dialect) -> exp.Expr:
