@@ -89,7 +89,18 @@ class _Watchdog:
             with self._wake:
                 due = self._due()
             if due is not None:
-                threading.Thread(target=due, name="relay-deadline", daemon=True).start()
+                try:
+                    threading.Thread(target=due, name="relay-deadline", daemon=True).start()
+                except RuntimeError:  # no thread to spare: fire it here rather than never
+                    due()
+
+    def reset(self) -> None:
+        """After a fork: no watchdog runs in the child, and the parent's deadlines are the
+        parent's (firing one here could cancel the parent's statement)."""
+        self._heap = []
+        self._wake = threading.Condition(threading.Lock())
+        self._cancelled = 0
+        self._pid = 0
 
     def _due(self) -> Callable[[], Any] | None:
         """Wait for the earliest live deadline and return its callback (lock held)."""
@@ -137,15 +148,28 @@ class _Workers:
         """Workers waiting for a task that no submitted task has claimed yet."""
 
     def submit(self, work: Callable[[], _T]) -> Future[_T]:
+        """Queue ``work`` for a waiting worker, or start one first. If anything fails on the
+        way (no thread could start, a Ctrl-C), the future is cancelled, so a worker that
+        takes the task later skips it: no orphaned call runs after its caller gave up."""
         future: Future[_T] = Future()
-        with self._lock:
+        try:
+            with self._lock:
+                spawn = self._idle <= 0
+                if not spawn:
+                    self._idle -= 1
+            if spawn:
+                threading.Thread(target=self._serve, name="relay-worker", daemon=True).start()
             self._tasks.put((future, work))
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1
-        if spawn:
-            threading.Thread(target=self._serve, name="relay-worker", daemon=True).start()
+        except BaseException:
+            future.cancel()
+            raise
         return future
+
+    def reset(self) -> None:
+        """After a fork: the parent's workers do not exist in the child."""
+        self._tasks = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
 
     def _serve(self) -> None:
         while True:
@@ -154,7 +178,7 @@ class _Workers:
             except queue.Empty:
                 with self._lock:  # leave only if no task came in meanwhile
                     if self._tasks.empty():
-                        self._idle -= 1
+                        self._idle = max(0, self._idle - 1)
                         return
                 continue
             if future.set_running_or_notify_cancel():
@@ -168,6 +192,7 @@ class _Workers:
 
 
 _workers = _Workers()
+os.register_at_fork(after_in_child=lambda: (_watchdog.reset(), _workers.reset()))
 
 
 def run_interruptibly(

@@ -127,17 +127,24 @@ def _is_date(value: Any) -> bool:
     return isinstance(value, dt.date) and not isinstance(value, dt.datetime)
 
 
+def _missing(value: Any) -> bool:
+    """None, NaN, NaT or pd.NA: what ``dropna`` skipped (records from Mongo or HTTP carry
+    NaN where SQL drivers give None)."""
+    nan = isinstance(value, float) and value != value
+    return value is None or value is pd.NaT or value is pd.NA or nan
+
+
 def _temporal_kind(
     records: Sequence[tuple[Any, ...]], index: int, *, text_is_temporal: bool
 ) -> Literal["date", "iso"] | None:
     """``"date"`` when every value of the column is a ``date`` (None aside), ``"iso"`` when
     the catalog calls it temporal and every value is text, else None."""
     values = (record[index] for record in records)
-    first = next((value for value in values if value is not None), None)
+    first = next((value for value in values if not _missing(value)), None)
     if _is_date(first):
-        return "date" if all(value is None or _is_date(value) for value in values) else None
+        return "date" if all(_missing(value) or _is_date(value) for value in values) else None
     if text_is_temporal and isinstance(first, str):
-        return "iso" if all(value is None or isinstance(value, str) for value in values) else None
+        return "iso" if all(_missing(v) or isinstance(v, str) for v in values) else None
     return None
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from relay_nb.connectors.base import Connector
-from relay_nb.context.render import wrapper_tokens
+from relay_nb.context.render import framed_tokens, wrapper_tokens
 from relay_nb.context.types import ContextItem, ContextRequest
 from relay_nb.tools import short_float
 
@@ -131,21 +131,27 @@ class ConnectorSchemaSource:
             return []
         limits = [request.budget, request.schema_share, self.max_tokens]
         known = [limit for limit in limits if limit is not None]
-        limit = max(0, min(known) - wrapper_tokens(self.name)) if known else None
+        allowed = min(known) if known else None
+        limit = None if allowed is None else max(0, allowed - wrapper_tokens(self.name))
         # the names the question means (a glossary's synonyms) rank like its own words
         question = " ".join((request.question, *request.related_terms))
-        text = await asyncio.to_thread(
-            self.connector.prompt_context, max_tokens=limit, question=question
-        )
-        return [
-            ContextItem(
+        item = None
+        for _ in range(3):  # escaping a name that looks like a tag can outgrow the share
+            text = await asyncio.to_thread(
+                self.connector.prompt_context, max_tokens=limit, question=question
+            )
+            item = ContextItem(
                 source=self.name,
                 content=text,
                 priority=self.priority,
                 kind="schema",
                 connector_id=self.connector.id,
             )
-        ]
+            over = 0 if allowed is None or limit is None else framed_tokens(item) - allowed
+            if over <= 0:
+                break
+            limit = max(0, limit - over)
+        return [item] if item is not None else []
 
 
 class DataFrameNamespaceSource:

@@ -175,3 +175,12 @@ def test_shape_ignores_comments_and_copies() -> None:
     assert shape(tree) == shape(tree.copy())
     assert shape(tree) == shape(sqlglot.parse_one("SELECT a, b FROM t WHERE c = 'Kelvin' LIMIT 3"))
     assert shape(exp.column("a")) == shape(exp.column("a"))
+
+
+@pytest.mark.parametrize("terms", [240, 248, 250, 256])
+def test_depth_the_guard_adds_after_its_walk_is_judged_by_the_full_pass(terms: int) -> None:
+    """The value-size rule bounds a count by wrapping it after the walk, which deepens the
+    tree: near the depth limit, the one pass must decide as the two passes did."""
+    chain = "".join(" + 1" if i % 2 else " - 1" for i in range(terms))
+    sql = f"SELECT length(repeat('x', customer_id)){chain} AS y FROM orders"
+    same_outcome(sql, "duckdb", frozenset(("main", t) for t in SHOP), "main")

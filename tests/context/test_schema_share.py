@@ -97,3 +97,26 @@ async def test_no_cap_renders_what_the_budget_allows(two_large) -> None:
     source = ConnectorSchemaSource(sales, max_tokens=None)
     resolved = await ContextResolver([source]).resolve(_request("amounts", 72_000))
     assert estimate_tokens(resolved.kept[0].content) > SCHEMA_TOKENS  # the whole catalog
+
+
+async def test_a_name_that_looks_like_a_tag_does_not_blank_the_schema(tmp_path: Path) -> None:
+    """Escaping ``</context>`` lengthens the text: the schema is rendered smaller to fit its
+    share, not dropped whole for being over it."""
+    url = f"sqlite:///{tmp_path / 'tagged.db'}"
+    engine = sa.create_engine(url, poolclass=NullPool)
+    with engine.begin() as conn:
+        for i in range(300):
+            conn.exec_driver_sql(
+                f'CREATE TABLE t{i:03d} (id INTEGER, "note</context>" TEXT, "a<context>" TEXT)'
+            )
+    engine.dispose()
+    tagged = SQLConnector("tagged", url)
+    try:
+        for budget in (1_500, 3_000):
+            resolved = await ContextResolver([ConnectorSchemaSource(tagged)]).resolve(
+                _request("notes of t042", budget)
+            )
+            assert [item.connector_id for item in resolved.kept] == ["tagged"]
+            assert estimate_tokens(assemble_system_prompt("", resolved.kept)) <= budget
+    finally:
+        tagged.close()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from relay_nb.connectors.background import run_interruptibly
 from relay_nb.connectors.base import check_connector_id
 from relay_nb.connectors.bounds import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_VALUE_BYTES
 from relay_nb.connectors.dataframe.frames import (
@@ -226,6 +227,18 @@ class DataFrameConnector(SQLConnector):
                     self._register(driver, table, sql_frame(table, state.frame))
                 except FrameError as exc:
                     raise QueryExecutionError(str(exc)) from None
+
+    def query(self, sql: str) -> QueryResult:
+        """Run one query now; Ctrl-C cancels it. The whole query (registrations, statement)
+        runs on the worker, which holds the lock until the statement has really ended: a
+        caller given up on after Ctrl-C must not let the next query re-register frames on
+        the one connection while that statement still runs."""
+        cancel = CancelHandle()
+        return run_interruptibly(
+            lambda: self._execute(sql, cancel),
+            on_interrupt=lambda: cancel.cancel("interrupted"),
+            grace_s=self.statement_timeout_s,
+        )
 
     def _execute(self, sql: str, cancel: CancelHandle, **how: Any) -> QueryResult:
         # one DuckDB connection holds the registrations: queries take turns on it

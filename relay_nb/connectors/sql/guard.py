@@ -129,7 +129,7 @@ def _guard_once(
     default_schema: str | None,
     row_limit: int,
     bounds: tuple[int, int],
-) -> tuple[GuardedQuery, list[object]]:
+) -> tuple[GuardedQuery, list[object] | None]:
     """One pass of the pipeline, and the :func:`~guard_readback.shape` of the tree it wrote
     out (recorded before the generator could touch it). :func:`guard_query` runs it once, or
     twice when the text does not read back as that tree (the second time over the generated

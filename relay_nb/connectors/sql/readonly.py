@@ -266,7 +266,7 @@ def _sqlite_on_connect(dbapi_connection: Any, record: Any) -> None:
         cursor.execute("PRAGMA query_only = ON")
     finally:
         cursor.close()
-    # nothing turns it off again (the guard refuses PRAGMA): each query need not re-check
+    # the connection's own setting is then known: each query need not read it first
     record.info["relay_query_only_at_connect"] = True
 
 
@@ -431,11 +431,11 @@ def _begin_read_only(
             # remember the connection's own setting: an engine the caller passed in must get
             # its connections back as they were (our own engines are query_only from connect)
             if raw.info.get("relay_query_only_at_connect"):
-                raw.info["relay_query_only_before"] = True
+                raw.info["relay_query_only_before"] = True  # ours: nothing to restore
             else:
                 cursor.execute("PRAGMA query_only")
                 raw.info["relay_query_only_before"] = bool(cursor.fetchone()[0])
-                cursor.execute("PRAGMA query_only = ON")
+            cursor.execute("PRAGMA query_only = ON")  # again each time: defence in depth
             # one huge string can outrun the progress handler: cap value sizes per call
             driver = raw.driver_connection
             # and no value may be longer than the whole result may be (the budget's limit)
