@@ -240,11 +240,11 @@ class DataFrameConnector(SQLConnector):
             grace_s=self.statement_timeout_s,
         )
 
-    def _execute(self, sql: str, cancel: CancelHandle, **how: Any) -> QueryResult:
+    def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
         # one DuckDB connection holds the registrations: queries take turns on it
         with self._lock:
             self._check_open()
-            return super()._execute(sql, cancel, **how)
+            return super()._execute(sql, cancel)
 
     @contextlib.contextmanager
     def _driver(self) -> Iterator[Any]:
