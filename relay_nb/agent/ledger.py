@@ -9,13 +9,26 @@ Storage is a SQLite file under the user's data dir by default (:func:`default_le
 or any SQLAlchemy URL. The ledger is bookkeeping, never a reason for a turn to fail: storage
 errors in :meth:`UsageLedger.append` are logged on ``relay_nb.agent.ledger`` and reported
 as ``False``. SQLAlchemy and pandas are imported lazily so importing this module stays cheap.
+
+Durability of a SQLite ledger, and why an append costs ~20 µs rather than an fsync: every
+append commits its own transaction to the write-ahead log before it returns
+(``synchronous=NORMAL``), so the row is in the operating system's hands and survives a crash
+of the kernel, the process or Python — nothing is lost that ``append`` reported as recorded.
+What a commit no longer does is wait for the disk: the fsyncs are grouped. The first append
+after a sync arms a timer, and :data:`SYNC_DELAY_S` later one checkpoint syncs every row
+committed since; :meth:`UsageLedger.close` and interpreter exit sync at once. Only a power
+cut or an operating-system crash within that window can lose rows — at most the last
+second's. A ledger at another SQLAlchemy URL commits each row through the server, which owns
+its durability.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +51,8 @@ _TABLE_NAME = "relay_usage"
 _FILE_NAME = "usage.sqlite"
 _TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _GROUP_KEYS = ("day", "model", "notebook", "provider", "session_id", "turn_id", "finish_reason")
+SYNC_DELAY_S = 1.0
+"""How long a SQLite ledger's committed rows may wait for the grouped fsync (see above)."""
 
 
 class LedgerRow(BaseModel):
@@ -124,8 +139,9 @@ class UsageLedger:
     ``target`` is a path to a SQLite file, a SQLAlchemy URL (anything with ``://``), or
     None for :func:`default_ledger_path`. Nothing touches storage until the first call, so
     building a ledger never fails. Appends are serialised by a lock (SQLite has one writer
-    anyway) and each commits its own transaction, so a crash loses at most the call in
-    flight. Safe to share between threads.
+    anyway) and each commits its own transaction before it returns, so a crash loses at most
+    the call in flight (for a SQLite file's grouped fsync, see the module docstring). Safe to
+    share between threads.
     """
 
     def __init__(self, target: str | Path | None = None) -> None:
@@ -145,6 +161,8 @@ class UsageLedger:
         self._lock = threading.Lock()
         self._engine: Engine | None = None
         self._table: Table | None = None
+        self._fast: _SQLiteAppender | None = None
+        self._sync_timer: threading.Timer | None = None
 
     def __repr__(self) -> str:
         return f"UsageLedger({self.url!r})"
@@ -166,11 +184,21 @@ class UsageLedger:
         table = _table_for(sa.MetaData())
         try:
             table.metadata.create_all(engine, checkfirst=True)
+            if engine.dialect.name == "sqlite":
+                self._fast = _SQLiteAppender(engine, table)
         except Exception:
             engine.dispose()
             raise
         self._engine, self._table = engine, table
+        _OPEN_LEDGERS.add(self)
         return engine, table
+
+    @property
+    def appends_inline(self) -> bool:
+        """True once a SQLite file's ledger is open: an append is then a write to the log
+        (~20 µs) that an event loop can make itself. Before (the first append opens the file
+        and imports SQLAlchemy) or at a server, it belongs on a worker thread."""
+        return self._fast is not None
 
     def append(self, row: LedgerRow) -> bool:
         """Record one call durably; False (and a logged warning) if storage failed.
@@ -182,8 +210,12 @@ class UsageLedger:
         try:
             with self._lock:
                 engine, table = self._ready()
-                with engine.begin() as conn:
-                    conn.execute(table.insert(), values)  # one cached statement, not one per row
+                if self._fast is not None:
+                    self._fast.insert(values)
+                    self._arm_sync()
+                else:
+                    with engine.begin() as conn:
+                        conn.execute(table.insert(), values)  # one cached statement
         except Exception as exc:  # disk full, locked, unreachable, unwritable …
             logger.warning(
                 "usage ledger %s: could not record a call for turn %s (%s: %s); the turn continues",
@@ -195,12 +227,48 @@ class UsageLedger:
             return False
         return True
 
-    def close(self) -> None:
-        """Release pooled connections (the ledger reopens on next use)."""
+    def _arm_sync(self) -> None:
+        """Schedule the grouped fsync unless one is pending (call with the lock held).
+
+        ``is_alive`` rather than a flag: a timer that fired, or one lost across a fork,
+        is re-armed by the next append.
+        """
+        if self._sync_timer is None or not self._sync_timer.is_alive():
+            self._sync_timer = threading.Timer(SYNC_DELAY_S, self.sync)
+            self._sync_timer.daemon = True
+            self._sync_timer.start()
+
+    def sync(self) -> None:
+        """Make every recorded row survive a power cut now (a SQLite file's checkpoint).
+
+        Runs by itself :data:`SYNC_DELAY_S` after an append, at :meth:`close` and at exit.
+        A failure is logged, never raised: the rows are committed and the next sync retries.
+        """
         with self._lock:
+            if self._fast is None:
+                return
+            try:
+                self._fast.checkpoint()
+            except Exception as exc:
+                logger.warning(
+                    "usage ledger %s: could not sync to disk (%s: %s); the rows are committed",
+                    self.url,
+                    type(exc).__name__,
+                    redact(str(exc)),
+                )
+
+    def close(self) -> None:
+        """Sync, then release connections (the ledger reopens on next use)."""
+        self.sync()
+        with self._lock:
+            if self._sync_timer is not None:
+                self._sync_timer.cancel()
+            if self._fast is not None:
+                self._fast.close()
             if self._engine is not None:
                 self._engine.dispose()
-            self._engine = self._table = None
+            self._engine = self._table = self._fast = self._sync_timer = None
+        _OPEN_LEDGERS.discard(self)
 
     def __enter__(self) -> UsageLedger:
         return self
@@ -292,17 +360,71 @@ def _table_for(metadata: Any) -> Table:
     )
 
 
+class _SQLiteAppender:
+    """One held DBAPI connection and the INSERT compiled once, for a SQLite ledger's appends.
+
+    SQLAlchemy's per-execute work (a pooled checkout, a transaction object, result set-up) is
+    ~0.15 ms, most of an append now that the fsync is grouped. Values go through the column
+    types' own bind processors, so a row reads back exactly as one SQLAlchemy wrote.
+    """
+
+    def __init__(self, engine: Engine, table: Table) -> None:
+        columns = [column for column in table.columns if not column.primary_key]
+        quote = engine.dialect.identifier_preparer
+        self._sql = "INSERT INTO {} ({}) VALUES ({})".format(
+            quote.format_table(table),
+            ", ".join(quote.quote(column.name) for column in columns),
+            ", ".join("?" for _ in columns),
+        )
+        self._names = [column.name for column in columns]
+        self._convert = [column.type.bind_processor(engine.dialect) for column in columns]
+        self._connection = engine.raw_connection()  # held: appends never queue in the pool
+
+    def insert(self, values: dict[str, Any]) -> None:
+        params = []
+        for name, convert in zip(self._names, self._convert, strict=True):
+            value = values.get(name)
+            params.append(convert(value) if convert is not None and value is not None else value)
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute(self._sql, params)
+        finally:
+            cursor.close()
+        self._connection.commit()  # in the WAL, in the OS's hands: survives a process crash
+
+    def checkpoint(self) -> None:
+        # NORMAL in WAL mode syncs the log before a checkpoint and the database after it
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            cursor.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+_OPEN_LEDGERS: weakref.WeakSet[UsageLedger] = weakref.WeakSet()
+
+
+@atexit.register
+def _sync_open_ledgers() -> None:
+    for ledger in list(_OPEN_LEDGERS):
+        ledger.sync()
+
+
 def _connect_args(url: str) -> dict[str, Any]:
-    # wait for another process's write instead of failing at once with "database is locked"
-    return {"timeout": 10} if url.startswith("sqlite") else {}
+    # wait for another process's write instead of failing at once with "database is locked";
+    # the held append connection is used by whichever thread appends or syncs (under the lock)
+    return {"timeout": 10, "check_same_thread": False} if url.startswith("sqlite") else {}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers (a report in another kernel) run beside a writer; FULL sync makes
-    # every committed append survive a power cut
+    # WAL lets readers (a report in another kernel) run beside a writer; NORMAL commits to
+    # the log without an fsync, which the ledger groups (module docstring)
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()

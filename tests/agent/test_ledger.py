@@ -198,3 +198,92 @@ def test_row_from_invocation_result_prefers_the_priced_usage():
     made = LedgerRow.from_result(result, session_id="s", turn_id="t", step=3, usage=priced)
     assert (made.cost_usd, made.latency_ms, made.finish_reason) == (0.000045, 42.0, "tool_use")
     assert "secret answer text" not in made.model_dump_json()
+
+
+def _main_file_rows(path: Path, copy: Path) -> int:
+    """Rows in the database file alone, without its write-ahead log: what a sync put there."""
+    copy.write_bytes(path.read_bytes())
+    with sqlite3.connect(copy) as conn:
+        if not conn.execute("select 1 from sqlite_master where name = 'relay_usage'").fetchall():
+            return 0  # the table itself is still in the log
+        return conn.execute("select count(*) from relay_usage").fetchone()[0]
+
+
+def test_a_killed_process_loses_no_recorded_row(tmp_path):
+    """Each append is committed before it returns: SIGKILL right after loses nothing."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "usage.sqlite"
+    script = (
+        "import os, signal\n"
+        "from datetime import UTC, datetime\n"
+        "from relay_nb.agent.ledger import LedgerRow, UsageLedger\n"
+        f"led = UsageLedger({str(path)!r})\n"
+        "for step in range(25):\n"
+        "    assert led.append(LedgerRow(session_id='k', turn_id='t', step=step,"
+        " model='m', provider='p'))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert done.returncode == -9, done.stderr.decode()
+    with UsageLedger(path) as led:
+        assert sorted(led.rows()["step"]) == list(range(25))
+
+
+def test_appends_are_synced_to_the_database_file_in_groups(tmp_path, monkeypatch):
+    import time
+
+    import relay_nb.agent.ledger as ledger_module
+
+    monkeypatch.setattr(ledger_module, "SYNC_DELAY_S", 0.05)
+    path = tmp_path / "usage.sqlite"
+    with UsageLedger(path) as led:
+        assert led.append(row(step=0)) and led.append(row(step=1))
+        assert _main_file_rows(path, tmp_path / "a.sqlite") == 0  # committed to the log only
+        deadline = time.monotonic() + 10
+        while _main_file_rows(path, tmp_path / "b.sqlite") < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _main_file_rows(path, tmp_path / "c.sqlite") == 2  # one grouped checkpoint
+        assert led.append(row(step=2))  # a fired timer is armed again by the next append
+        while _main_file_rows(path, tmp_path / "d.sqlite") < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _main_file_rows(path, tmp_path / "e.sqlite") == 3
+
+
+def test_close_syncs_at_once(tmp_path, monkeypatch):
+    import relay_nb.agent.ledger as ledger_module
+
+    monkeypatch.setattr(ledger_module, "SYNC_DELAY_S", 3600.0)
+    path = tmp_path / "usage.sqlite"
+    led = UsageLedger(path)
+    assert led.append(row())
+    assert _main_file_rows(path, tmp_path / "a.sqlite") == 0
+    led.close()
+    assert _main_file_rows(path, tmp_path / "b.sqlite") == 1
+    assert led.append(row(step=1)) and len(led.rows()) == 2  # reopens after close
+    led.close()
+
+
+def test_the_fast_append_stores_what_sqlalchemy_would(tmp_path):
+    """Same stored text for timestamps and booleans as SQLAlchemy's own insert of the row."""
+    import sqlalchemy as sa
+
+    from relay_nb.agent.ledger import _table_for
+
+    written = row(estimated=True, timestamp=datetime(2026, 3, 1, 23, 30, 5, 123456, tzinfo=UTC))
+    with UsageLedger(tmp_path / "fast.sqlite") as fast:
+        assert fast.append(written)
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'plain.sqlite'}")
+    table = _table_for(sa.MetaData())
+    table.metadata.create_all(engine)
+    values = written.model_dump() | {"timestamp": written.timestamp.replace(tzinfo=None)}
+    with engine.begin() as conn:
+        conn.execute(table.insert(), values)
+    engine.dispose()
+    stored = []
+    for name in ("fast.sqlite", "plain.sqlite"):
+        with sqlite3.connect(tmp_path / name) as conn:
+            stored.append(conn.execute("select * from relay_usage").fetchall())
+    assert stored[0] == stored[1]
+    assert stored[0][0][1] == "2026-03-01 23:30:05.123456"
