@@ -18,15 +18,16 @@ reads as relay_nb's own.
 from __future__ import annotations
 
 import asyncio
+import csv
 import datetime as dt
 import io
 import json
 import re
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from relay_nb.connectors.bounds import (
     DEFAULT_MAX_COLUMNS,
@@ -38,16 +39,36 @@ from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
 from relay_nb.redaction import SecretPatterns, secret_patterns
 from relay_nb.tools import ToolResult, short_float
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
     "QueryResult",
     "answer_query",
     "build_frame",
     "column_label",
     "csv_records",
+    "csv_text",
     "frame_from_records",
     "preview_for_model",
     "redact_rows",
 ]
+
+
+def _a_frame(value: Any) -> Any:
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        raise ValueError(f"df must be a pandas DataFrame, not {type(value).__name__}")
+    return value
+
+
+if TYPE_CHECKING:
+    Frame = pd.DataFrame
+else:
+    # pandas is imported by the first result, not by the module: connecting a database
+    # (which imports this module) stays ~200 ms faster (docs/performance.md)
+    Frame = Annotated[Any, AfterValidator(_a_frame)]
 
 
 class QueryResult(BaseModel):
@@ -61,7 +82,7 @@ class QueryResult(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
-    df: pd.DataFrame
+    df: Frame
     executed_sql: str
     row_count: int
     truncated: bool
@@ -106,6 +127,8 @@ def build_frame(
     datetime64, and columns the catalog declares temporal but the driver returned as text
     (SQLite) are parsed as ISO 8601 when every value parses — otherwise left untouched.
     """
+    import pandas as pd
+
     columns, rows = redact_rows(columns, rows)
     records = list(rows)
     frame = pd.DataFrame.from_records(records, columns=list(columns), coerce_float=True)
@@ -130,8 +153,12 @@ def _is_date(value: Any) -> bool:
 def _missing(value: Any) -> bool:
     """None, NaN, NaT or pd.NA: what ``dropna`` skipped (records from Mongo or HTTP carry
     NaN where SQL drivers give None)."""
-    nan = isinstance(value, float) and value != value
-    return value is None or value is pd.NaT or value is pd.NA or nan
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return value != value
+    pd = sys.modules.get("pandas")  # no NaT or NA exists before pandas is imported
+    return pd is not None and (value is pd.NaT or value is pd.NA)
 
 
 def _temporal_kind(
@@ -217,6 +244,8 @@ def frame_from_records(
             f"{max_columns:,} columns); ask for fewer fields"
         )
     if not columns:
+        import pandas as pd
+
         return pd.DataFrame(index=range(len(rows))) if rows else pd.DataFrame()
     width = len(columns)
     padded = [row + (None,) * (width - len(row)) for row in rows]  # later columns: missing
@@ -250,6 +279,8 @@ def _cell(value: Any, patterns: SecretPatterns | None) -> Any:
 
 
 def _parse_iso(series: pd.Series) -> pd.Series:
+    import pandas as pd
+
     try:
         return pd.to_datetime(series, format="ISO8601")
     except (ValueError, TypeError):
@@ -276,15 +307,9 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     lines = [header, *(f"note: {note}" for note in result.notes)]
     lines.append(f"columns: {columns}" if labels else "columns: (none)")
     budget = max_chars - sum(len(line) + 1 for line in lines)
-    buffer = io.StringIO()
-    # "\r\n" makes the writer quote a value holding either character (with "\n" alone a
-    # lone "\r" went out unquoted, and reads as a line end); records are joined with "\n"
-    frame.head(max_rows).to_csv(
-        buffer, index=False, lineterminator="\r\n", float_format=short_float
-    )
     shown = 0
     kept: list[str] = []
-    for index, record in enumerate(csv_records(buffer.getvalue(), "\r\n")):
+    for index, record in enumerate(csv_records(csv_text(frame.head(max_rows)), "\r\n")):
         if len(record) + 1 > budget:
             break
         kept.append(record)
@@ -294,6 +319,51 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     if shown < len(frame):
         lines.append(f"… showing {shown} of {result.row_count} rows")
     return "\n".join(lines)
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV, exactly as ``to_csv(index=False, float_format=short_float)`` writes
+    it, records ended by ``"\r\n"`` (so the writer quotes a value holding either character:
+    with ``"\n"`` alone a lone ``"\r"`` went out unquoted, and reads as a line end).
+
+    Columns of text, integers, booleans and float64 are written from their Python values by
+    the ``csv`` module: pandas' ``to_csv`` costs ~0.7 ms even for a few rows (~1 ms with
+    arrow-backed strings, whose conversion releases and retakes the GIL: under ``ask_many``
+    that wait is paid on the event loop's thread). Any other dtype (dates, categories,
+    nullable numbers) keeps pandas' own formatting.
+    """
+    cells = _plain_cells(frame)
+    buffer = io.StringIO()
+    if cells is None:
+        frame.to_csv(buffer, index=False, lineterminator="\r\n", float_format=short_float)
+        return buffer.getvalue()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(frame.columns)
+    writer.writerows(zip(*cells, strict=True))
+    return buffer.getvalue()
+
+
+def _plain_cells(frame: pd.DataFrame) -> list[list[str]] | None:
+    """Each column's cells as ``to_csv`` writes them, or None when one is not plain."""
+    import numpy as np
+    import pandas as pd
+
+    if not len(frame.columns) or not all(isinstance(name, str) for name in frame.columns):
+        return None
+    columns: list[list[str]] = []
+    for _name, series in frame.items():  # position by position, duplicate names too
+        dtype, values = series.dtype, series.tolist()
+        if isinstance(dtype, pd.StringDtype) or dtype == np.dtype(object):
+            if not all(type(v) is str or _missing(v) for v in values):
+                return None  # objects pandas writes by str(): keep its writer
+            columns.append([v if type(v) is str else "" for v in values])
+        elif dtype.kind in "iub" and isinstance(dtype, np.dtype):
+            columns.append([str(v) for v in values])
+        elif dtype == np.dtype("float64"):
+            columns.append([short_float(v) if v == v else "" for v in values])
+        else:
+            return None
+    return columns
 
 
 _ALWAYS_LISTED = 10
