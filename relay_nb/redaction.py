@@ -67,11 +67,29 @@ def is_secret_name(name: str) -> bool:
 
 def known_secrets(extra: Iterable[str] = ()) -> list[str]:
     """Secret values from secret-named env vars, registered secrets and ``extra``; longest first."""
-    values = (os.environ.get(name) for name in list(os.environ) if is_secret_name(name))
-    found = {value for value in values if value is not None}
+    found = set(_environment_secrets())
     found |= _extra_secrets
     found |= set(extra)
     return sorted((s for s in found if len(s) >= _MIN_SECRET_LEN), key=len, reverse=True)
+
+
+_env_seen: tuple[dict[Any, Any] | None, tuple[str, ...]] = (None, ())
+
+
+def _environment_secrets() -> tuple[str, ...]:
+    """The values of secret-named environment variables, read again whenever the environment
+    changed. Every result, event and log line asks (several times a question); walking
+    ``os.environ`` decodes each name in Python (~25 µs), while comparing its underlying dict
+    with the copy taken at the last walk is one C-level comparison."""
+    global _env_seen
+    data = getattr(os.environ, "_data", None)  # CPython's dict behind os.environ
+    seen, secrets = _env_seen
+    if data is not None and seen is not None and data == seen:
+        return secrets
+    values = (os.environ.get(name) for name in list(os.environ) if is_secret_name(name))
+    secrets = tuple(value for value in values if value is not None)
+    _env_seen = (dict(data) if isinstance(data, dict) else None, secrets)
+    return secrets
 
 
 def redact(value: Any, extra: Iterable[str] = ()) -> Any:

@@ -107,3 +107,15 @@ def test_working_directory_paths_survive(monkeypatch, tmp_path):
 )
 def test_is_variable_name_tells_names_from_tokens(value: str, is_name: bool) -> None:
     assert is_variable_name(value) is is_name
+
+
+def test_a_changed_environment_value_is_redacted_at_once(monkeypatch) -> None:
+    """The environment's secrets are cached between reads; any change to it is seen."""
+    from relay_nb.redaction import REDACTED, redact
+
+    monkeypatch.setenv("RELAY_TEST_CACHE_TOKEN", "first-value-123")
+    assert redact("a first-value-123 b") == f"a {REDACTED} b"
+    monkeypatch.setenv("RELAY_TEST_CACHE_TOKEN", "second-value-456")  # same name, same size
+    assert redact("first-value-123 second-value-456") == f"first-value-123 {REDACTED}"
+    monkeypatch.delenv("RELAY_TEST_CACHE_TOKEN")
+    assert redact("second-value-456") == "second-value-456"
