@@ -7,6 +7,7 @@ allowlist, the context layer renders them, and ``describe_<id>`` serves details 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic.dataclasses import dataclass
 
 __all__ = ["Catalog", "ColumnInfo", "ColumnProfile", "ForeignKey", "TableInfo"]
 
@@ -30,7 +31,13 @@ class ColumnProfile(_Frozen):
     many rows (the bounds are exact)."""
 
 
-class ColumnInfo(_Frozen):
+@dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
+class ColumnInfo:
+    """One column. A slotted pydantic dataclass, not a model: a catalog holds one per
+    column of every table (200,000 on a 10,000 x 20 warehouse), and a model instance with
+    its ``__dict__`` and fields-set costs ~600 bytes where this costs ~110. Validated the
+    same way (pydantic builds it from the introspection's dicts, in Rust)."""
+
     name: str
     type: str
     """The database's own type name, compacted (``varchar(80)``, ``numeric(10,2)``)."""
