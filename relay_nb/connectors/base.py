@@ -116,6 +116,23 @@ class Connector(ABC):
         prompt reads it under the context source's timeout, never blocking a turn here)."""
         self.refresh()
 
+    @property
+    def context_ready(self) -> bool:
+        """True when :meth:`prompt_context` needs no I/O and well under a millisecond: the
+        schema source then calls it on the event loop, sparing a thread hop (~0.2 ms, and a
+        wait behind the queries ``ask_many`` keeps the executor busy with)."""
+        return False
+
+    #: True when :meth:`refresh_if_changed` can tell cheaply whether the schema moved; the
+    #: registry then checks an expired schema in the background instead of forgetting it.
+    detects_changes: bool = False
+
+    def refresh_if_changed(self, *, force: bool = False) -> bool:
+        """Re-read the schema only if it changed (always with ``force``); True if it did.
+        Without a cheap check (``detects_changes`` False) this is a full :meth:`refresh`."""
+        self.refresh()
+        return True
+
     def close(self) -> None:  # noqa: B027 - connectors without resources need not override
         """Release pools, sockets and file handles."""
 

@@ -5,22 +5,28 @@ owns three lifecycles the connectors themselves cannot see:
 
 - **Closing.** A connector replaced or removed is closed at once (its pool, client or socket
   goes with it), and :meth:`close` closes the rest at kernel shutdown: nothing leaks.
-- **Schema age.** A connector's cached schema is dropped once it is older than
-  ``schema_ttl_s`` (checked at the start of each turn, for the turn's connectors, by
-  :meth:`refresh_stale`) and read again by the next prompt, so a table created in another
-  cell shows up without reconnecting.
+- **Schema age.** A connector's cached schema older than ``schema_ttl_s`` is checked at the
+  start of each turn, for the turn's connectors, by :meth:`refresh_stale`, so a table
+  created in another cell shows up without reconnecting. A connector that can tell cheaply
+  whether its schema changed (SQL: one statement) is checked on a thread of its own; the
+  turn waits for it at most :data:`CHANGE_CHECK_WAIT_S` (a SQLite check takes ~1 ms) and
+  otherwise goes on with the schema it has, which the check replaces when it changed. An
+  unchanged schema stays the same object, so nothing built from it is rebuilt. Any other
+  connector's expired schema is dropped and read again by the next prompt.
 - **Invalidation.** Every change bumps :attr:`version` and drops the cached tool lists, so
   the next turn is built from what is registered now.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -36,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SCHEMA_TTL_S", "ConnectorRegistry", "ConnectorStatus", "check_reachable"]
 
 DEFAULT_SCHEMA_TTL_S = 300.0
+CHANGE_CHECK_WAIT_S = 0.25
+"""How long a turn waits for an expired schema's change check before going on without it."""
 _log = logging.getLogger(__name__)
 _STATUS_TIMEOUT_S = 15.0
 
@@ -73,6 +81,8 @@ class ConnectorRegistry(Mapping[str, Connector]):
         self._tools: dict[str, tuple[int, list[Tool]]] = {}
         """Per connector: its ``tools_version`` when built, and the tools built."""
         self._lock = threading.Lock()
+        self._checking: set[str] = set()
+        """Connectors whose change check is running (one at a time each)."""
         self.version = 0
         """Bumped on every add, replace, remove and refresh."""
 
@@ -156,34 +166,64 @@ class ConnectorRegistry(Mapping[str, Connector]):
         ]
 
     def refresh_stale(self, ids: Iterable[str] | None = None) -> list[str]:
-        """Forget the schema of the connectors (of ``ids``: the turn's) that outlived the
-        TTL. Nothing is read here — the next prompt reads it under the context source's
-        timeout — so an unreachable system never stalls the turn that uses another one. A
-        connector whose ``invalidate`` fails is logged (its id and the error's type, nothing
-        it said) and skipped: the turn goes on with the schema it had."""
+        """Renew the schema of the connectors (of ``ids``: the turn's) that outlived the TTL.
+
+        A connector that ``detects_changes`` is checked on a daemon thread, waited for at
+        most :data:`CHANGE_CHECK_WAIT_S`; any other one's schema is forgotten, and the next
+        prompt reads it under the context source's timeout. Either way an unreachable system
+        never stalls the turn that uses another one. A connector whose check or ``invalidate``
+        fails is logged (its id and the error's type, nothing it said) and tried again next
+        turn: the turn goes on with the schema it had."""
         expired = self.stale(ids)
+        checks: list[Future[list[str]]] = []
         for cid in expired:
             connector = self._connectors.get(cid)
             if connector is None:
                 continue
+            if connector.detects_changes:
+                with self._lock:
+                    if cid in self._checking:
+                        continue
+                    self._checking.add(cid)
+                checks.append(_in_daemon_thread(partial(self._check, cid, connector)))
+                continue
             try:
                 connector.invalidate()
             except Exception as exc:  # one connector's fault must not fail a turn about others
-                _log.warning(
-                    "connector %r: forgetting its expired schema failed (%s); it keeps the "
-                    "schema it has and is tried again next turn",
-                    cid,
-                    type(exc).__name__,
-                )
+                _warn_expired(cid, "forgetting its expired schema", exc)
                 continue
             with self._lock:
                 if self._connectors.get(cid) is connector:
                     self._loaded_at[cid] = self._clock()
                     self._changed(cid)
+        deadline = time.monotonic() + CHANGE_CHECK_WAIT_S
+        for check in checks:
+            with contextlib.suppress(FutureTimeout):
+                check.result(timeout=max(0.0, deadline - time.monotonic()))
         return expired
 
+    def _check(self, cid: str, connector: Connector) -> list[str]:
+        """One expired schema's change check (on its own thread): renewed if it changed."""
+        try:
+            changed = connector.refresh_if_changed()
+        except Exception as exc:
+            _warn_expired(cid, "checking its expired schema", exc)
+            return []
+        finally:
+            with self._lock:
+                self._checking.discard(cid)
+        with self._lock:
+            if self._connectors.get(cid) is connector:
+                self._loaded_at[cid] = self._clock()
+                if changed:
+                    self._changed(cid)
+        return [cid] if changed else []
+
     def refresh(self, connector_id: str | None = None) -> dict[str, str]:
-        """Read one connector's schema (or every one's) again now: ``{id: "ok" | "error: …"}``.
+        """Renew one connector's schema (or every one's) now: ``{id: "ok" | "error: …"}``.
+
+        A connector that detects changes (SQL) keeps an unchanged schema as it is, and what
+        was built from it; the others read theirs again.
 
         Blocking (it may query catalogs): call it from a thread in async code. Naming one
         connector raises its error; refreshing all reports each and goes on past failures.
@@ -197,7 +237,7 @@ class ConnectorRegistry(Mapping[str, Connector]):
             if connector is None:
                 continue
             try:
-                connector.refresh()
+                changed = connector.refresh_if_changed()
             except Exception as exc:
                 if connector_id is not None:
                     raise
@@ -207,7 +247,8 @@ class ConnectorRegistry(Mapping[str, Connector]):
                 current = self._connectors.get(cid) is connector
                 if current:
                     self._loaded_at[cid] = self._clock()
-                    self._changed(cid)
+                    if changed:
+                        self._changed(cid)
             if not current:  # removed or replaced while it was read: it must stay closed
                 connector.close()
             outcome[cid] = "ok"
@@ -291,6 +332,15 @@ def check_reachable(connector: Connector, timeout_s: float) -> None:
         ) from None
 
 
+def _warn_expired(cid: str, doing: str, exc: Exception) -> None:
+    _log.warning(
+        "connector %r: %s failed (%s); it keeps the schema it has and is tried again next turn",
+        cid,
+        doing,
+        type(exc).__name__,
+    )
+
+
 def _one_line(exc: BaseException) -> str:
     return redact(" ".join(str(exc).split()))
 
@@ -308,7 +358,7 @@ def _in_daemon_thread(work: Callable[[], list[str]]) -> Future[list[str]]:
         except BaseException as exc:
             future.set_exception(exc)
 
-    threading.Thread(target=run, name="relay-connector-status", daemon=True).start()
+    threading.Thread(target=run, name="relay-connector", daemon=True).start()
     return future
 
 

@@ -263,7 +263,8 @@ class Relay(Evaluates):
         self._engine.connectors.schema_ttl_s = seconds
 
     def refresh(self, connector_id: str | None = None) -> dict[str, str]:
-        """Re-read one connector's schema (or every one's) now: ``{id: "ok" | "error: …"}``.
+        """Renew one connector's schema (or every one's) now: ``{id: "ok" | "error: …"}``.
+        A SQL database's is read again only if it changed (one statement says whether).
         Naming one raises its error; refreshing all goes on past a failing system."""
         return self._engine.connectors.refresh(connector_id)
 

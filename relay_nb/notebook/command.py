@@ -60,7 +60,7 @@ OPTIONS: dict[str, Option] = {
     "--row-limit": Option("N", "with --connect: rows one query may return", "connect"),
     "--disconnect": Option("NAME", "remove a connection", "action"),
     "--connectors": Option("", "each connection and its status", "action"),
-    "--refresh": Option("", "read every schema again", "action"),
+    "--refresh": Option("", "renew every schema (a SQL one is read again if it changed)", "action"),
     "--config": Option("FILE", "connect what a relay.config.json lists", "action"),
     "--usage": Option("", "what this session's turns cost", "action"),
     "--eval": Option("BANK", "score the answers to a question bank (accuracy, reasons)", "action"),

@@ -185,10 +185,10 @@ def test_an_expired_schema_is_dropped_only_for_the_turns_connectors_and_never_re
     hanging.refresh = lambda: release.wait(10)  # type: ignore[method-assign]
     registry.add(shop)
     registry.add(hanging)
-    shop.catalog  # noqa: B018 - read once
+    before = shop.catalog
     clock.now += 61
     assert registry.refresh_stale(["shop"]) == ["shop"]  # the hanging one is not touched
-    assert shop._catalog is None  # dropped, read again by the next prompt
+    assert shop._catalog is before  # checked, unchanged: the same object, nothing rebuilt
     assert registry.stale() == ["hanging"]
     release.set()
     registry.close()
@@ -223,7 +223,7 @@ def test_a_password_in_the_query_string_is_masked_in_the_target() -> None:
     shop.close()
 
 
-def test_a_connector_failing_to_forget_its_schema_is_logged_and_skipped(
+def test_a_connector_failing_its_change_check_is_logged_and_skipped(
     sqlite_shop: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """One connector's fault at TTL expiry must not fail a turn about the others, and the
@@ -233,19 +233,78 @@ def test_a_connector_failing_to_forget_its_schema_is_logged_and_skipped(
     shop = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
     broken = SQLConnector("broken", f"sqlite:///{sqlite_shop}")
 
-    def fail() -> None:
+    def fail(**_: object) -> bool:
         raise RuntimeError("hunter2-in-the-error two files clash")
 
-    broken.invalidate = fail  # type: ignore[method-assign]
+    broken.refresh_if_changed = fail  # type: ignore[method-assign]
     registry.add(broken)
     registry.add(shop)
-    shop.catalog  # noqa: B018 - read once
+    before = shop.catalog
+    version = registry.version
     clock.now += 61
     with caplog.at_level("WARNING", logger="relay_nb.connectors.registry"):
         assert registry.refresh_stale() == ["broken", "shop"]
-    assert shop._catalog is None  # the one after the failing one was still dropped
-    assert registry.stale() == ["broken"]  # tried again next turn
+    assert shop._catalog is before and registry.stale() == ["broken"]  # tried again next turn
+    assert registry.version == version  # nothing changed: no cache is dropped
     (record,) = caplog.records
-    assert record.getMessage().startswith("connector 'broken': forgetting its expired schema")
+    assert record.getMessage().startswith("connector 'broken': checking its expired schema")
     assert "(RuntimeError)" in record.getMessage() and "hunter2" not in record.getMessage()
+    registry.close()
+
+
+def test_a_connector_failing_to_forget_its_schema_is_logged_and_skipped(
+    sqlite_shop: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same for a connector without a change check, whose expired schema is dropped."""
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    broken = Hanging(threading.Event())
+
+    def fail() -> None:
+        raise RuntimeError("hunter2")
+
+    broken.invalidate = fail  # type: ignore[method-assign]
+    registry.add(broken)
+    clock.now += 61
+    with caplog.at_level("WARNING", logger="relay_nb.connectors.registry"):
+        assert registry.refresh_stale() == ["hanging"]
+    assert registry.stale() == ["hanging"]
+    (record,) = caplog.records
+    assert record.getMessage().startswith("connector 'hanging': forgetting its expired schema")
+    assert "hunter2" not in record.getMessage()
+    registry.close()
+
+def test_an_expired_schema_check_is_waited_for_briefly_and_never_twice(sqlite_shop: Path) -> None:
+    """A check that hangs holds the turn up CHANGE_CHECK_WAIT_S at most, and the next turn
+    does not start a second one; an unchanged schema costs no cache its life."""
+    import time
+
+    from relay_nb.connectors.registry import CHANGE_CHECK_WAIT_S
+
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    shop = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    slow = SQLConnector("slow", f"sqlite:///{sqlite_shop}")
+    release = threading.Event()
+    checks: list[int] = []
+
+    def hang(**_: object) -> bool:
+        checks.append(1)
+        release.wait(10)
+        return False
+
+    slow.refresh_if_changed = hang  # type: ignore[method-assign]
+    registry.add(shop)
+    registry.add(slow)
+    before, version = shop.catalog, registry.version
+    clock.now += 61
+    started = time.monotonic()
+    assert registry.refresh_stale() == ["shop", "slow"]
+    waited = time.monotonic() - started
+    assert CHANGE_CHECK_WAIT_S * 0.8 <= waited < CHANGE_CHECK_WAIT_S + 2
+    assert shop._catalog is before and registry.version == version
+    assert registry.stale() == ["slow"]
+    registry.refresh_stale()  # still checking: not started again
+    assert checks == [1]
+    release.set()
     registry.close()

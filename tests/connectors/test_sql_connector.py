@@ -165,10 +165,11 @@ def test_prompt_context_lists_allowed_tables_only(shop):
     assert "secrets" not in text and "api_key" not in text
 
 
-def test_refresh_rereads_the_catalog(shop):
+def test_refresh_keeps_an_unchanged_catalog(shop):
     first = shop.catalog
     assert shop.catalog is first  # cached
-    assert shop.refresh() == first and shop.catalog is not first
+    assert shop.refresh() is first  # unchanged (checked by one statement): the same object
+    assert shop.refresh(force=True) == first and shop.catalog == first
 
 
 def test_bad_arguments_are_configuration_errors(shop_db):
@@ -203,7 +204,7 @@ def test_sample_values_are_opt_in_and_capped(shop, shop_db):
 
 def test_driver_messages_are_scrubbed_of_the_connection_password():
     """A driver that echoes the URL (some do, on connection errors) must not leak it."""
-    from relay_nb.connectors.sql.connector import _driver_message
+    from relay_nb.connectors.sql.fetch import driver_message as _driver_message
 
     password = "pw-for-scrub-test-0042"
     # constructing registers the URL's password as a secret (nothing connects yet)

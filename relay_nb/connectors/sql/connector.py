@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field
 from sqlalchemy import URL, Engine
@@ -31,11 +32,16 @@ from relay_nb.connectors.preflight import Estimate, Preflight
 from relay_nb.connectors.results import QueryResult, answer_query, build_frame
 from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
-from relay_nb.connectors.sql.fetch import is_oversized
+from relay_nb.connectors.sql.fetch import driver_message, is_oversized, is_server_timeout
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
-from relay_nb.connectors.sql.introspect import introspect
+from relay_nb.connectors.sql.introspect import fingerprint, introspect
 from relay_nb.connectors.sql.policies import policy_for
-from relay_nb.connectors.sql.profile import MAX_ROWS, ProfileSettings, profile_catalog
+from relay_nb.connectors.sql.profile import (
+    MAX_ROWS,
+    ProfileSettings,
+    profile_catalog,
+    sample_text_values,
+)
 from relay_nb.connectors.sql.ranking import SchemaRanker
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
@@ -47,18 +53,26 @@ from relay_nb.connectors.sql.readonly import (
     run_read_only,
 )
 from relay_nb.connectors.sql.render import describe_request, render_catalog
-from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
+from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
-from relay_nb.redaction import redact, redact_url, register_secret, url_secrets
+from relay_nb.redaction import redact_url, register_secret, url_secrets
 from relay_nb.tools import Tool, ToolResult
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+_T = TypeVar("_T")
 
 __all__ = ["SQLConnector"]
 
 logger = logging.getLogger("relay_nb.connectors.sql")
 
 _TEMPORAL_WORDS = ("date", "time")
-_TEXT_WORDS = ("char", "text", "string", "clob")
-_MAX_DRIVER_MESSAGE = 400
+PROFILE_AGE_S = 3600.0
+"""Value profiles (ranges, distinct values) follow the data, not the schema: an unchanged
+schema is kept without a read for at most this long, then read and profiled again."""
+_INLINE_TABLES = 200
+"""A cached catalog this small renders for a question in well under a millisecond."""
 _CATALOG_READ_S = 10.0
 
 
@@ -178,6 +192,8 @@ class SQLConnector(Connector):
         self.policy = policy_for(self.dialect)
         """The guard policy of the dialect's family, and the family's connector facts."""
         self._catalog: Catalog | None = None
+        self._fingerprint: str | None = None
+        self._read_at = 0.0
         self._catalog_lock = threading.Lock()
 
     # ------------------------------------------------------------------ schema
@@ -194,13 +210,50 @@ class SQLConnector(Connector):
     def object_names(self) -> list[str]:
         return [table.qualified_name for table in self.catalog.tables]
 
-    def refresh(self) -> Catalog:  # type: ignore[override] - also returns the new catalog
-        """Re-read the catalog (after the database's schema changed)."""
+    detects_changes = True
+
+    def refresh(self, *, force: bool = False) -> Catalog:  # type: ignore[override]
+        """Read the catalog again after the database's schema changed; returns it.
+
+        One statement first asks whether anything the read depends on changed
+        (:func:`~relay_nb.connectors.sql.introspect.fingerprint`: SQLite's schema version,
+        PostgreSQL's catalog row versions, a server-side checksum on MySQL/MariaDB and
+        DuckDB); an unchanged schema keeps the catalog it has, unless its value profiles
+        are older than :data:`PROFILE_AGE_S`. ``force=True`` reads it all, value samples
+        included.
+        """
+        self.refresh_if_changed(force=force)
+        return self.catalog
+
+    def refresh_if_changed(self, *, force: bool = False) -> bool:
+        """True if the catalog changed and was read again; False if it is the same object
+        as before (what the registry calls for an expired schema, off the question's path)."""
         self._check_not_closed()
         with self._catalog_lock:
-            self._catalog = self._profiled(self._introspect())
-            self._samples = None
-        return self._catalog
+            changed = self._reread(force=force)
+            if changed or force:
+                self._samples = None
+            return changed
+
+    def _reread(self, *, force: bool) -> bool:
+        """Replace the catalog unless its fingerprint says it is unchanged (lock held)."""
+        old = self._catalog
+        profiles_fresh = (
+            not self.profile.enabled or time.monotonic() < self._read_at + PROFILE_AGE_S
+        )
+        if (
+            not force
+            and old is not None
+            and profiles_fresh
+            and self._fingerprint is not None
+            and self._with_catalog_connection(self._fingerprint_of) == self._fingerprint
+        ):
+            return False
+        new = self._profiled(self._introspect())
+        if old is not None and new == old:
+            return False  # e.g. PostgreSQL rewrote a catalog row: keep what caches hold
+        self._catalog = new
+        return True
 
     def invalidate(self) -> None:
         """Forget the catalog; the next prompt reads it again, under its own timeout."""
@@ -224,38 +277,19 @@ class SQLConnector(Connector):
         if not self.sample_values:
             return {}
         if self._samples is None:
-            self._samples = {
-                f"{table.qualified_name}.{column.name}": self._distinct_values(table, column)
-                for table in self.catalog.tables
-                for column in table.columns
-                if any(word in column.type.lower() for word in _TEXT_WORDS)
-            }
+
+            def run(sql: str) -> list[tuple[Any, ...]]:
+                return run_read_only(
+                    self.engine,
+                    sql,
+                    max_rows=self.sample_values,
+                    timeout_s=min(self.statement_timeout_s, 5.0),
+                    budget=ResultBudget(self.max_value_bytes, self.max_result_bytes),
+                    query=True,
+                ).rows
+
+            self._samples = sample_text_values(self.catalog, self.sample_values, self.dialect, run)
         return self._samples
-
-    def _distinct_values(self, table: TableInfo, column: ColumnInfo) -> list[str]:
-        from sqlglot import exp
-
-        name = exp.column(column.name, quoted=True)
-        query = (
-            exp.select(name)
-            .distinct()
-            .from_(exp.table_(table.name, db=table.schema_name, quoted=True))
-            .where(exp.Not(this=exp.Is(this=name.copy(), expression=exp.Null())))
-            .order_by(name.copy())
-            .limit(self.sample_values)
-        )
-        try:
-            fetched = run_read_only(
-                self.engine,
-                query.sql(dialect=self.dialect),
-                max_rows=self.sample_values,
-                timeout_s=min(self.statement_timeout_s, 5.0),
-                budget=ResultBudget(self.max_value_bytes, self.max_result_bytes),
-                query=True,
-            )
-        except Exception:  # samples are a nicety: a column we cannot read simply has none
-            return []
-        return [str(row[0]) for row in fetched.rows]
 
     def _profiled(self, catalog: Catalog) -> Catalog:
         """``catalog`` with its columns' values profiled, within ``profile_time_s``."""
@@ -273,10 +307,28 @@ class SQLConnector(Connector):
         return profile_catalog(catalog, self.profile, run, quote)
 
     def _introspect(self) -> Catalog:
+        """The catalog, its fingerprint taken first on the same connection (stored)."""
+
+        def read(conn: sa.Connection) -> Catalog:
+            self._read_at = time.monotonic()
+            self._fingerprint = self._fingerprint_of(conn)
+            return introspect(conn, schemas=self._schemas, tables=self._tables)
+
+        return self._with_catalog_connection(read)
+
+    def _fingerprint_of(self, conn: sa.Connection) -> str | None:
+        try:
+            return fingerprint(conn, schemas=self._schemas, tables=self._tables)
+        except Exception:  # no cheap check (a bad option, a permission): the read tells
+            if conn.in_transaction():
+                conn.rollback()  # PostgreSQL: a failed statement aborts the transaction
+            return None
+
+    def _with_catalog_connection(self, work: Callable[[sa.Connection], _T]) -> _T:
         try:
             with open_connection(self.engine) as conn:
                 self.dialect = guard_dialect(self.engine.dialect)  # MariaDB: known once connected
-                return introspect(conn, schemas=self._schemas, tables=self._tables)
+                return work(conn)
         except DatabaseUnavailable as exc:
             raise QueryExecutionError(
                 f"could not read the schema of {self.id!r}: {self._unavailable_error(exc)}"
@@ -285,7 +337,7 @@ class SQLConnector(Connector):
             raise
         except Exception as exc:
             raise QueryExecutionError(
-                f"could not read the schema of {self.id!r}: {_driver_message(exc)}"
+                f"could not read the schema of {self.id!r}: {driver_message(exc)}"
             ) from None
 
     # ------------------------------------------------------------------ queries
@@ -406,7 +458,7 @@ class SQLConnector(Connector):
     def _execution_error(self, exc: Exception, cancel: CancelHandle) -> QueryExecutionError:
         if isinstance(exc, DatabaseUnavailable):
             return self._unavailable_error(exc)
-        if (cancel.cancelled and cancel.reason == "timeout") or _is_server_timeout(exc):
+        if (cancel.cancelled and cancel.reason == "timeout") or is_server_timeout(exc):
             return QueryTimeoutError(
                 f"the query ran longer than {self.statement_timeout_s:g} s and was stopped; "
                 "make it cheaper (filter earlier, aggregate, avoid cross joins)"
@@ -415,7 +467,7 @@ class SQLConnector(Connector):
             return QueryExecutionError("the query was cancelled")
         if is_oversized(exc):  # before any row came
             return self._oversized_error()
-        return QueryExecutionError(f"the database refused the query: {_driver_message(exc)}")
+        return QueryExecutionError(f"the database refused the query: {driver_message(exc)}")
 
     def _oversized_error(self) -> QueryExecutionError:
         return QueryExecutionError(
@@ -427,7 +479,7 @@ class SQLConnector(Connector):
     def _unavailable_error(self, exc: DatabaseUnavailable) -> QueryExecutionError:
         """The database is the problem, not the query: say which, and that asking again
         (not rewriting the SQL) is the fix."""
-        driver = _driver_message(exc.__cause__ or exc)
+        driver = driver_message(exc.__cause__ or exc)
         if exc.kind == "pool":
             pool = self.engine.pool
             size = getattr(pool, "size", lambda: None)()
@@ -510,6 +562,11 @@ class SQLConnector(Connector):
         )
         return ToolResult(content=answer)
 
+    @property
+    def context_ready(self) -> bool:
+        catalog, samples_read = self._catalog, self._samples is not None or not self.sample_values
+        return catalog is not None and samples_read and len(catalog.tables) <= _INLINE_TABLES
+
     def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
         head = (
             f"### SQL connector: {self.id}"
@@ -535,26 +592,3 @@ class SQLConnector(Connector):
         self._closed = True
         if self._owns_engine:
             self.engine.dispose()
-
-
-# The server's own statement timeout may fire before our timer: same meaning, same message.
-_SERVER_TIMEOUT_CODES = {3024, 1969}  # MySQL max_execution_time, MariaDB max_statement_time
-_SERVER_TIMEOUT_SQLSTATE = "57014"  # PostgreSQL query_canceled (statement_timeout)
-
-
-def _is_server_timeout(exc: BaseException) -> bool:
-    original = getattr(exc, "orig", None) or exc
-    if getattr(original, "sqlstate", None) == _SERVER_TIMEOUT_SQLSTATE:
-        return "timeout" in str(original).lower()
-    args = getattr(original, "args", ())
-    return bool(args) and args[0] in _SERVER_TIMEOUT_CODES
-
-
-def _driver_message(exc: BaseException) -> str:
-    """The driver's own first line, scrubbed of known secrets and clipped."""
-    original = getattr(exc, "orig", None) or exc
-    text = (
-        str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
-    )
-    text = redact(text)
-    return text if len(text) <= _MAX_DRIVER_MESSAGE else text[: _MAX_DRIVER_MESSAGE - 1] + "…"

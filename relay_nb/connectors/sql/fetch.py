@@ -31,14 +31,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay_nb.connectors.bounds import ResultBudget
+from relay_nb.redaction import redact
 
 __all__ = [
     "OVERSIZED_ROW",
     "FetchOutcome",
     "OversizedRow",
     "WIRE_SLACK_BYTES",
+    "driver_message",
     "fetch_rows",
     "is_oversized",
+    "is_server_timeout",
     "pg_row_bounded",
 ]
 
@@ -258,3 +261,28 @@ def is_oversized(exc: BaseException) -> bool:
         return True
     text = str(getattr(exc, "orig", None) or exc)
     return any(marker in text for marker in _OVERSIZED)
+
+
+_MAX_DRIVER_MESSAGE = 400
+_SERVER_TIMEOUT_CODES = {3024, 1969}  # MySQL max_execution_time, MariaDB max_statement_time
+_SERVER_TIMEOUT_SQLSTATE = "57014"  # PostgreSQL query_canceled (statement_timeout)
+
+
+def is_server_timeout(exc: BaseException) -> bool:
+    """The server's own statement timeout (PostgreSQL, MySQL, MariaDB), which may fire
+    before relay_nb's timer: the same meaning, so the same message."""
+    original = getattr(exc, "orig", None) or exc
+    if getattr(original, "sqlstate", None) == _SERVER_TIMEOUT_SQLSTATE:
+        return "timeout" in str(original).lower()
+    args = getattr(original, "args", ())
+    return bool(args) and args[0] in _SERVER_TIMEOUT_CODES
+
+
+def driver_message(exc: BaseException) -> str:
+    """The driver's own first line, scrubbed of known secrets and clipped."""
+    original = getattr(exc, "orig", None) or exc
+    text = (
+        str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
+    )
+    text = redact(text)
+    return text if len(text) <= _MAX_DRIVER_MESSAGE else text[: _MAX_DRIVER_MESSAGE - 1] + "…"

@@ -34,7 +34,7 @@ from relay_nb.connectors.sql.introspect_common import CatalogBuilder, is_system_
 from relay_nb.connectors.sql.schema import Catalog, TableInfo
 from relay_nb.errors import ConfigurationError
 
-__all__ = ["introspect"]
+__all__ = ["fingerprint", "introspect"]
 
 _READERS = {
     "sqlite": "introspect_sqlite",
@@ -73,6 +73,27 @@ def introspect(
     if tables is not None:
         found = _restrict(found, tables, default, dialect)
     return Catalog(dialect=dialect, default_schema=default, tables=found)
+
+
+def fingerprint(
+    conn: sa.Connection,
+    *,
+    schemas: Sequence[str] | None = None,
+    tables: Sequence[str] | None = None,
+) -> str | None:
+    """A token that changes whenever what :func:`introspect` would read changes, in one
+    statement and without reading it (None: the engine offers no cheap way; read it all).
+
+    SQLite reads its ``schema_version``; PostgreSQL, MySQL/MariaDB and DuckDB sum a hash or
+    the row versions of the catalog rows the read depends on, server-side. Taken before the
+    read, so a change between the two makes the next token differ, never hides it.
+    """
+    dialect = sqlglot_dialect(conn.dialect.name)
+    reader = _reader(dialect)
+    if not hasattr(reader, "fingerprint"):
+        return None
+    wanted = _schemas_to_read(dialect, reader.default_schema(conn), schemas, tables)
+    return f"{dialect}:{reader.fingerprint(conn, wanted)}"
 
 
 def _reader(dialect: str) -> ModuleType:

@@ -64,6 +64,34 @@ def schema_names(conn: sa.Connection) -> list[str]:
     return sorted(name for (name,) in rows if not is_system_schema(name, "duckdb"))
 
 
+_FINGERPRINT_SQL = sa.text(
+    """
+    SELECT concat_ws(':',
+      (SELECT count(*) || '.' || coalesce(sum(hash(schema_name, table_name, column_index,
+              column_name, data_type, is_nullable, comment)), 0)
+         FROM duckdb_columns()
+        WHERE database_name = current_database() AND schema_name IN :schemas),
+      (SELECT count(*) || '.' || coalesce(sum(hash(schema_name, table_name, comment)), 0)
+         FROM duckdb_tables()
+        WHERE database_name = current_database() AND schema_name IN :schemas),
+      (SELECT count(*) || '.' || coalesce(sum(hash(schema_name, view_name, comment)), 0)
+         FROM duckdb_views()
+        WHERE database_name = current_database() AND schema_name IN :schemas),
+      (SELECT count(*) || '.' || coalesce(sum(hash(schema_name, table_name, constraint_type,
+              constraint_column_names::VARCHAR, constraint_text)), 0)
+         FROM duckdb_constraints()
+        WHERE database_name = current_database() AND schema_name IN :schemas))
+    """
+).bindparams(sa.bindparam("schemas", expanding=True))
+"""DuckDB keeps its catalog in memory and keeps no schema version: one statement sums a hash
+of every column, relation and constraint the read depends on, without sending them."""
+
+
+def fingerprint(conn: sa.Connection, schemas: Sequence[str | None]) -> str:
+    names = [s for s in schemas if s is not None] or [""]
+    return str(conn.execute(_FINGERPRINT_SQL, {"schemas": names}).scalar())
+
+
 def read(conn: sa.Connection, schemas: Sequence[str | None], builder: CatalogBuilder) -> None:
     """Fill ``builder`` for every schema in ``schemas`` with two statements in total."""
     names = [s for s in schemas if s is not None]

@@ -56,6 +56,32 @@ def _table_comment(kind: str, comment: str | None) -> str | None:
     return None if kind == "view" and comment == "VIEW" else comment
 
 
+_FINGERPRINT_SQL = sa.text(
+    """
+    SELECT CONCAT_WS(':',
+      (SELECT CONCAT(COUNT(*), '.', COALESCE(SUM(CRC32(CONCAT_WS('|', TABLE_SCHEMA,
+              TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY,
+              COLUMN_COMMENT))), 0))
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA IN :schemas),
+      (SELECT CONCAT(COUNT(*), '.', COALESCE(SUM(CRC32(CONCAT_WS('|', TABLE_SCHEMA,
+              TABLE_NAME, TABLE_TYPE, TABLE_COMMENT))), 0))
+         FROM information_schema.TABLES WHERE TABLE_SCHEMA IN :schemas),
+      (SELECT CONCAT(COUNT(*), '.', COALESCE(SUM(CRC32(CONCAT_WS('|', TABLE_SCHEMA,
+              TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION, COLUMN_NAME,
+              REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME))), 0))
+         FROM information_schema.KEY_COLUMN_USAGE
+        WHERE TABLE_SCHEMA IN :schemas AND REFERENCED_TABLE_NAME IS NOT NULL))
+    """
+).bindparams(sa.bindparam("schemas", expanding=True))
+"""MySQL and MariaDB keep no schema version a client can read: one statement sums a
+checksum of every column, relation and foreign key the read depends on, server-side."""
+
+
+def fingerprint(conn: sa.Connection, schemas: Sequence[str | None]) -> str:
+    names = [s for s in schemas if s is not None] or [""]
+    return str(conn.execute(_FINGERPRINT_SQL, {"schemas": names}).scalar())
+
+
 def read(conn: sa.Connection, schemas: Sequence[str | None], builder: CatalogBuilder) -> None:
     """Fill ``builder`` for every schema in ``schemas`` with two statements in total."""
     names = [s for s in schemas if s is not None]

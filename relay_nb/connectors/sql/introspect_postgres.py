@@ -85,6 +85,31 @@ def schema_names(conn: sa.Connection) -> list[str]:
     return [name for (name,) in rows if not is_system_schema(name, "postgres")]
 
 
+_FINGERPRINT_SQL = sa.text(
+    """
+    WITH ns AS (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname IN :schemas),
+    rel AS (SELECT oid, xmin FROM pg_catalog.pg_class WHERE relnamespace IN (SELECT oid FROM ns))
+    SELECT concat_ws(':',
+      (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM rel),
+      (SELECT count(*) || '.' || coalesce(sum(a.xmin::text::bigint), 0)
+         FROM pg_catalog.pg_attribute a WHERE a.attrelid IN (SELECT oid FROM rel)),
+      (SELECT count(*) || '.' || coalesce(sum(c.xmin::text::bigint), 0)
+         FROM pg_catalog.pg_constraint c WHERE c.connamespace IN (SELECT oid FROM ns)),
+      (SELECT count(*) || '.' || coalesce(sum(d.xmin::text::bigint), 0)
+         FROM pg_catalog.pg_description d WHERE d.objoid IN (SELECT oid FROM rel)))
+    """
+).bindparams(sa.bindparam("schemas", expanding=True))
+"""Every catalog row the read depends on gets a new ``xmin`` (the writing transaction) when
+DDL or ``COMMENT`` changes it, and rows come and go with tables, columns and keys; ANALYZE
+and VACUUM update ``pg_class`` in place and leave it alone. Counts and sums of ``xmin`` per
+catalog therefore change with the schema, in one statement over the catalog's indexes."""
+
+
+def fingerprint(conn: sa.Connection, schemas: Sequence[str | None]) -> str:
+    names = [s for s in schemas if s is not None] or [""]
+    return str(conn.execute(_FINGERPRINT_SQL, {"schemas": names}).scalar())
+
+
 def read(conn: sa.Connection, schemas: Sequence[str | None], builder: CatalogBuilder) -> None:
     """Fill ``builder`` for every schema in ``schemas`` with two statements in total."""
     names = [s for s in schemas if s is not None]

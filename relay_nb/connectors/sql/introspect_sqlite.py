@@ -53,6 +53,18 @@ def read(conn: sa.Connection, schemas: Sequence[str | None], builder: CatalogBui
             _read_foreign_keys(conn, database, label, builder)
 
 
+def fingerprint(conn: sa.Connection, schemas: Sequence[str | None]) -> str:
+    """Each database's ``schema_version``: SQLite bumps it on every change to its schema."""
+    attached = schema_names(conn) if any(s not in (None, "main") for s in schemas) else ["main"]
+    versions = []
+    for schema in schemas:
+        database = schema or "main"
+        if database in attached:
+            (version,) = _fetch(conn, f"PRAGMA {_quote(database)}.schema_version")[0]
+            versions.append(f"{database}={version}")
+    return ",".join(versions)
+
+
 def _read_columns(
     conn: sa.Connection, database: str, label: str | None, builder: CatalogBuilder
 ) -> None:

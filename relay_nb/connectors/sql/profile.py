@@ -32,6 +32,7 @@ ranker indexes the values.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import logging
 import re
@@ -44,7 +45,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, ColumnProfile, TableInfo
 from relay_nb.errors import ConfigurationError
 
-__all__ = ["ProfileSettings", "column_kind", "is_personal", "is_secret", "profile_catalog"]
+__all__ = [
+    "ProfileSettings",
+    "column_kind",
+    "is_personal",
+    "is_secret",
+    "profile_catalog",
+    "sample_text_values",
+]
+
+_TEXT_WORDS = ("char", "text", "string", "clob")
 
 _log = logging.getLogger(__name__)
 
@@ -386,7 +396,7 @@ def _with_profiles(
                 null_share=round(1 - (present or 0) / rows, 3) if rows else None,
                 sampled_rows=rows if rows >= sample_rows else None,
             )
-            columns.append(column.model_copy(update={"profile": profile}))
+            columns.append(dataclasses.replace(column, profile=profile))
         tables.append(table.model_copy(update={"columns": tuple(columns)}))
     return tuple(tables)
 
@@ -417,3 +427,33 @@ def _text(value: Any) -> str | None:
 
 
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?.*")
+
+
+def sample_text_values(
+    catalog: Catalog, limit: int, dialect: str, run: Callable[[str], Sequence[tuple[Any, ...]]]
+) -> dict[str, list[str]]:
+    """Up to ``limit`` distinct values of each text column (``run`` executes one query,
+    read-only and bounded): the connector's opt-in ``sample_values``. A column that cannot be
+    read has none; samples are a nicety, never a reason for a prompt to fail."""
+    from sqlglot import exp
+
+    samples: dict[str, list[str]] = {}
+    for table in catalog.tables:
+        for column in table.columns:
+            if not any(word in column.type.lower() for word in _TEXT_WORDS):
+                continue
+            name = exp.column(column.name, quoted=True)
+            query = (
+                exp.select(name)
+                .distinct()
+                .from_(exp.table_(table.name, db=table.schema_name, quoted=True))
+                .where(exp.Not(this=exp.Is(this=name.copy(), expression=exp.Null())))
+                .order_by(name.copy())
+                .limit(limit)
+            )
+            try:
+                rows = run(query.sql(dialect=dialect))
+            except Exception:
+                rows = []
+            samples[f"{table.qualified_name}.{column.name}"] = [str(row[0]) for row in rows]
+    return samples

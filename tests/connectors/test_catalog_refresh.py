@@ -1,0 +1,198 @@
+"""Schema change detection on real engines: ``refresh()`` of an unchanged catalog is one
+statement and keeps the same object; every kind of change the catalog shows is seen.
+
+Each engine gets a scratch database of its own (files for SQLite and DuckDB, a database on
+the PostgreSQL and MariaDB servers), so the shared seeded shop is never altered.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.connectors.sql.introspect import fingerprint, introspect
+from relay_nb.testing.seed import drop_scratch_database
+
+# (what changes, the DDL per engine, how the new catalog shows it); None: not expressible
+CHANGES: list[tuple[str, dict[str, str | None]]] = [
+    (
+        "a new table",
+        dict.fromkeys(
+            ("sqlite", "duckdb", "postgres", "mysql"), "CREATE TABLE refunds (id INTEGER)"
+        ),
+    ),
+    (
+        "a new column",
+        dict.fromkeys(
+            ("sqlite", "duckdb", "postgres", "mysql"),
+            "ALTER TABLE orders ADD COLUMN note VARCHAR(20)",
+        ),
+    ),
+    (
+        "a column's type",
+        {
+            "sqlite": None,
+            "duckdb": "ALTER TABLE orders ALTER COLUMN amount TYPE DOUBLE",
+            "postgres": "ALTER TABLE orders ALTER COLUMN amount TYPE DOUBLE PRECISION",
+            "mysql": "ALTER TABLE orders MODIFY amount DOUBLE",
+        },
+    ),
+    (
+        "a renamed column",
+        dict.fromkeys(
+            ("sqlite", "duckdb", "postgres", "mysql"),
+            "ALTER TABLE orders RENAME COLUMN amount TO total",
+        ),
+    ),
+    (
+        "a comment",
+        {
+            "sqlite": None,
+            "duckdb": "COMMENT ON COLUMN orders.amount IS 'in euros'",
+            "postgres": "COMMENT ON COLUMN orders.amount IS 'in euros'",
+            "mysql": "ALTER TABLE orders MODIFY amount INTEGER COMMENT 'in euros'",
+        },
+    ),
+    (
+        "a new view",
+        dict.fromkeys(
+            ("sqlite", "duckdb", "postgres", "mysql"),
+            "CREATE VIEW big AS SELECT id FROM orders WHERE amount > 10",
+        ),
+    ),
+    (
+        "a dropped table",
+        dict.fromkeys(("sqlite", "duckdb", "postgres", "mysql"), "DROP TABLE extra"),
+    ),
+]
+SETUP = (
+    "CREATE TABLE extra (id INTEGER)",
+    "CREATE TABLE customers (id INTEGER PRIMARY KEY)",
+    "CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER, customer_id INTEGER "
+    "REFERENCES customers (id))",
+)
+DATA_ONLY = ("INSERT INTO customers VALUES (1)", "INSERT INTO orders VALUES (1, 5, 1)")
+
+
+@pytest.fixture(params=["sqlite", "duckdb", "postgres", "mysql"])
+def scratch(request: pytest.FixtureRequest, tmp_path) -> Iterator[tuple[str, str]]:
+    """``(dialect, url)`` of an empty database of the test's own."""
+    kind = request.param
+    if kind in ("sqlite", "duckdb"):
+        yield kind, f"{kind}:///{tmp_path / ('db.' + kind)}"
+        return
+    urls = request.getfixturevalue("pg_urls" if kind == "postgres" else "mariadb_urls")
+    admin = sa.create_engine(urls.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    name = f"relay_refresh_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    try:
+        yield kind, sa.make_url(urls.admin).set(database=name).render_as_string(False)
+    finally:
+        with admin.connect() as conn:
+            drop_scratch_database(conn, name)
+        admin.dispose()
+
+
+def run(url: str, *statements: str, reader: SQLConnector | None = None) -> None:
+    """Change the database as another client would. DuckDB lets no writer in beside the
+    connector's read-only connection, so that one is released first (the pool reopens it)."""
+    if reader is not None and url.startswith("duckdb"):
+        reader.engine.dispose()
+    engine = sa.create_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            for statement in statements:
+                conn.exec_driver_sql(statement)
+    finally:
+        engine.dispose()
+
+
+def token(url: str) -> str | None:
+    engine = sa.create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return fingerprint(conn)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(("change", "ddl"), CHANGES, ids=[c for c, _ in CHANGES])
+def test_refresh_sees_each_change_and_keeps_an_unchanged_catalog(
+    scratch, change, ddl, monkeypatch
+) -> None:
+    from relay_nb.connectors.sql import connector as connector_module
+
+    reads: list[str] = []
+
+    def counted(conn, **options):  # the real read, counted
+        reads.append(conn.dialect.name)
+        return introspect(conn, **options)
+
+    monkeypatch.setattr(connector_module, "introspect", counted)
+    dialect, url = scratch
+    statement = ddl[dialect]
+    if statement is None:
+        pytest.skip(f"{dialect} cannot express {change}")
+    run(url, *SETUP)
+    shop = SQLConnector("shop", url)
+    try:
+        before = shop.catalog
+        run(url, *DATA_ONLY, reader=shop)  # rows are not schema: nothing to read again
+        assert token(url) == shop._fingerprint
+        assert shop.refresh() is before and shop.refresh_if_changed() is False
+        assert len(reads) == 1  # the first read only: the checks read no catalog
+        run(url, statement, reader=shop)
+        assert token(url) != shop._fingerprint, change
+        after = shop.refresh()
+        assert len(reads) == 2
+        assert after is not before and after != before, change
+        assert shop.refresh() is after  # and now that is the catalog it keeps
+        assert shop.refresh(force=True) == after
+    finally:
+        shop.close()
+
+
+def test_a_check_that_fails_falls_back_to_a_full_read(tmp_path, monkeypatch) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    run(url, *SETUP)
+    shop = SQLConnector("shop", url)
+    try:
+        shop.catalog  # noqa: B018 - read once
+
+        def broken(*_: object, **__: object) -> str:
+            raise sa.exc.OperationalError("PRAGMA", {}, Exception("no"))
+
+        monkeypatch.setattr("relay_nb.connectors.sql.connector.fingerprint", broken)
+        run(url, "CREATE TABLE refunds (id INTEGER)")
+        assert "refunds" in shop.refresh().allowlist().__repr__()
+        assert shop._fingerprint is None  # no token: every refresh reads it all
+    finally:
+        shop.close()
+
+
+def test_profiles_older_than_their_age_are_read_again(tmp_path, monkeypatch) -> None:
+    """Value profiles follow the data: past PROFILE_AGE_S an unchanged schema is read and
+    profiled again (and kept as the same object when nothing it shows changed)."""
+    from relay_nb.connectors.sql import connector as connector_module
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    run(url, *SETUP, *DATA_ONLY)
+    shop = SQLConnector("shop", url)
+    try:
+        before = shop.catalog
+        assert shop.refresh() is before  # young: the check alone
+        monkeypatch.setattr(connector_module, "PROFILE_AGE_S", 0.0)
+        assert shop.refresh() is before  # read again, equal: the same object kept
+        run(url, "INSERT INTO orders VALUES (2, 7000, 1)")
+        after = shop.refresh()
+        assert after is not before  # the new amount is in the profile's range
+        amounts = next(t for t in after.tables if t.name == "orders").columns[1].profile
+        assert amounts is not None and amounts.high == "7000"
+    finally:
+        shop.close()
