@@ -381,10 +381,13 @@ def _begin_read_only(
         if backend == "postgresql":
             driver = raw.driver_connection
             if getattr(driver, "autocommit", False):
-                # an AUTOCOMMIT engine would ignore SET TRANSACTION: run in a transaction
+                # an AUTOCOMMIT engine would run no transaction to make read-only
                 raw.info["relay_autocommit_before"] = True
                 driver.autocommit = False
-            cursor.execute("SET TRANSACTION READ ONLY")
+            if hasattr(driver, "read_only"):  # psycopg 3 begins READ ONLY: a round trip less
+                raw.info["relay_read_only_before"], driver.read_only = driver.read_only, True
+            else:  # (restored in _end; the server's answer below is what is trusted)
+                cursor.execute("SET TRANSACTION READ ONLY")
             # one round trip for the per-transaction settings; all revert at rollback.
             # standard_conforming_strings: the guard re-serialises strings assuming it is on
             settings = {
@@ -547,6 +550,8 @@ def _end(
         elif backend == "postgresql":
             if reset_session:
                 _discard_all(raw)
+            if "relay_read_only_before" in raw.info:
+                raw.driver_connection.read_only = raw.info.pop("relay_read_only_before")
             if raw.info.pop("relay_autocommit_before", False):
                 raw.driver_connection.autocommit = True
         elif backend == "sqlite":
