@@ -14,8 +14,9 @@ sleeps on, and a worker that finished a call waits for the next one for a while.
   are dropped when the watchdog reaches them, and the heap is compacted when they pile up.
 - :func:`run_interruptibly` runs ``work`` on a worker and waits; a ``KeyboardInterrupt`` in
   the waiting thread calls ``on_interrupt`` (which stops the work), waits up to ``grace_s``
-  for the work to end, and re-raises. Workers are daemons: a call stuck at interpreter exit
-  does not hold the exit up.
+  for the work to end, and re-raises; with ``timeout_s`` it does the same at the deadline
+  and raises the caller's timeout error. Workers are daemons: a call stuck at interpreter
+  exit does not hold the exit up.
 """
 
 from __future__ import annotations
@@ -196,17 +197,33 @@ os.register_at_fork(after_in_child=lambda: (_watchdog.reset(), _workers.reset())
 
 
 def run_interruptibly(
-    work: Callable[[], _T], on_interrupt: Callable[[], Any], grace_s: float
+    work: Callable[[], _T],
+    on_interrupt: Callable[[], Any],
+    grace_s: float,
+    *,
+    timeout_s: float | None = None,
+    timeout_error: Callable[[], BaseException] | None = None,
 ) -> _T:
     """``work()`` on a worker thread while this thread waits; Ctrl-C here calls
-    ``on_interrupt``, gives the work ``grace_s`` to end, and re-raises."""
+    ``on_interrupt``, gives the work ``grace_s`` to end, and re-raises.
+
+    With ``timeout_s``, the wait ends there too: ``on_interrupt`` is called, the work gets
+    ``grace_s``, and ``timeout_error()`` is raised (for engines whose cancel is a call from
+    outside, such as Spark's job groups, rather than a statement timeout of their own)."""
     future = _workers.submit(work)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         while True:
+            wait = 0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic()))
             try:
-                return future.result(timeout=0.25)
+                return future.result(timeout=wait)
             except FutureTimeout:
-                continue
+                if deadline is None or time.monotonic() < deadline:
+                    continue
+            on_interrupt()
+            with contextlib.suppress(FutureTimeout):
+                future.exception(timeout=grace_s)
+            raise (timeout_error or TimeoutError)()
     except KeyboardInterrupt:
         on_interrupt()
         with contextlib.suppress(FutureTimeout):

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from relay_nb.connectors.background import run_interruptibly
 from relay_nb.connectors.base import Connector, check_connector_id
 from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
@@ -225,33 +226,16 @@ class SparkConnector(Connector):
         return None if found is None else self.preflight.priced(found)
 
     def query(self, sql: str) -> QueryResult:
-        """Run one query now; Ctrl-C (a kernel interrupt) cancels its Spark jobs."""
+        """Run one query now; Ctrl-C (a kernel interrupt) or the statement timeout cancels
+        its Spark jobs. It runs on a reused worker (:mod:`relay_nb.connectors.background`)."""
         group = self._group()
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                outcome["result"] = self._execute(sql, group)
-            except BaseException as exc:
-                outcome["error"] = exc
-
-        worker = threading.Thread(target=work, name=f"relay-spark-{self.id}", daemon=True)
-        worker.start()
-        deadline = time.monotonic() + self.statement_timeout_s
-        try:
-            while worker.is_alive():
-                worker.join(0.05)
-                if time.monotonic() > deadline:
-                    self._cancel(group)
-                    worker.join(10.0)
-                    raise self._timeout_error()
-        except KeyboardInterrupt:
-            self._cancel(group)
-            worker.join(10.0)
-            raise
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["result"]
+        return run_interruptibly(
+            lambda: self._execute(sql, group),
+            lambda: self._cancel(group),
+            10.0,
+            timeout_s=self.statement_timeout_s,
+            timeout_error=self._timeout_error,
+        )
 
     async def aquery(self, sql: str) -> QueryResult:
         """Async form: a timeout or a cancelled task cancels the query's Spark jobs."""
