@@ -15,7 +15,8 @@ and no network, and understands a question that names its data
 - with a **typo** (``carr`` -> ``car``; one edit, for words of four letters or more, only
   when the word itself matches nothing): 0.6;
 
-each weight times how rare the word is in the catalog (a word in every table says little).
+each weight times how rare the word is in the catalog (a word in every table says little;
+in a catalog of thousands of tables, a word more than half of them hold is not scored).
 Tables joined by a foreign key to a hit get 30% of its score (at most 2), so the junction
 and lookup tables a query needs come along. An inverted index per catalog, built once and
 cached while the catalog lives, keeps a 1,000-table ranking to a few milliseconds.
@@ -64,6 +65,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NAME, _VALUE, _COLUMN, _COMMENT = 3.0, 2.0, 1.0, 0.5
 _PARTIAL, _SYNONYM, _TYPO = 0.5, 0.8, 0.6
 _NEIGHBOUR_SHARE, _NEIGHBOUR_CAP = 0.3, 2.0
+_COMMON_SHARE, _COMMON_MIN_TABLES = 0.5, 1_000
+"""A word in more than half the tables, and in at least 1,000, ranks nothing (see
+:meth:`_Index.too_common`): smaller catalogs rank every word as before."""
 
 
 class LexicalRanker:
@@ -90,6 +94,8 @@ class LexicalRanker:
         index = _index(catalog, values=self.values)
         direct: dict[int, float] = {}
         for term in terms(question):
+            if index.too_common(term):
+                continue
             rarity = index.rarity(term) if self.rarity else 1.0
             for position, weight in self._matches(index, term).items():
                 direct[position] = direct.get(position, 0.0) + weight * rarity
@@ -198,6 +204,13 @@ class _Index:
             for term in found:
                 posting = self.postings.setdefault(term, {})
                 posting[position] = max(posting.get(position, 0.0), weight)
+
+    def too_common(self, term: str) -> bool:
+        """A word most tables of a large catalog hold (``id``, a column every table has)
+        cannot tell them apart, and scoring it costs a pass over thousands of tables for
+        each question: such a word is left out of the ranking."""
+        found = len(self.postings.get(term, ()))
+        return found >= _COMMON_MIN_TABLES and found > _COMMON_SHARE * self.tables
 
     def rarity(self, term: str) -> float:
         """1 for a word in one table, falling towards 0.5 for a word in every table."""
