@@ -160,6 +160,22 @@ class ContextResolver:
         )
         candidates = _redacted([item for _stats, items in results for item in items])
         kept, dropped = pack_items(candidates, limit)
+        squeezed = _squeezed_out_schemas(sources, kept, dropped)
+        if squeezed and limit is not None:
+            # higher-priority items (guardrails, knowledge) took part of a schema's share:
+            # ask those schemas again for what is left, rather than leave a connector out
+            room = limit - SECTIONS_TOKENS - sum(framed_tokens(item) for item in kept)
+            share = request.model_copy(update={"schema_share": max(0, room) // len(squeezed)})
+            again = dict(
+                zip(
+                    [source.name for source in squeezed],
+                    await _gather_all([self._fetch_one(source, share) for source in squeezed]),
+                    strict=True,
+                )
+            )
+            results = [again.get(stats.source, (stats, items)) for stats, items in results]
+            candidates = _redacted([item for _stats, items in results for item in items])
+            kept, dropped = pack_items(candidates, limit)
         return ResolvedContext(
             kept=kept,
             dropped=dropped,
@@ -380,6 +396,19 @@ def _with_related_terms(
     if tuple(terms) == request.related_terms:
         return request
     return request.model_copy(update={"related_terms": tuple(terms)})
+
+
+def _squeezed_out_schemas(
+    sources: list[ContextSource], kept: list[ContextItem], dropped: list[DroppedItem]
+) -> list[ContextSource]:
+    """Schema sources none of whose items made it into the prompt, though some were offered."""
+    shown = {item.source for item in kept}
+    offered = {entry.item.source for entry in dropped} - shown
+    return [
+        source
+        for source in sources
+        if getattr(source, "kind", None) == "schema" and source.name in offered
+    ]
 
 
 def _with_schema_share(

@@ -137,9 +137,12 @@ class ConnectorSchemaSource:
         question = " ".join((request.question, *request.related_terms))
         item = None
         for _ in range(3):  # escaping a name that looks like a tag can outgrow the share
-            text = await asyncio.to_thread(
-                self.connector.prompt_context, max_tokens=limit, question=question
-            )
+            if self.connector.context_ready:  # cached and small: no thread hop
+                text = self.connector.prompt_context(max_tokens=limit, question=question)
+            else:
+                text = await asyncio.to_thread(
+                    self.connector.prompt_context, max_tokens=limit, question=question
+                )
             item = ContextItem(
                 source=self.name,
                 content=text,

@@ -120,3 +120,30 @@ async def test_a_name_that_looks_like_a_tag_does_not_blank_the_schema(tmp_path: 
             assert estimate_tokens(assemble_system_prompt("", resolved.kept)) <= budget
     finally:
         tagged.close()
+
+
+class _Guardrails:
+    """A source packed before the schemas, taking a good part of a small budget."""
+
+    name = "guardrails"
+    priority = 1_000
+
+    async def fetch(self, request: ContextRequest) -> list[ContextItem]:
+        content = "never join orders to refunds on the order date; use order_id\n" * 60
+        return [ContextItem(source=self.name, content=content, priority=self.priority)]
+
+
+@pytest.mark.parametrize("budget", [4_000, 6_000, 9_000])
+async def test_items_above_the_schemas_do_not_push_a_connector_out(two_large, budget) -> None:
+    """Reviewer's case: the even split ignored what higher-priority items take, so the
+    second schema no longer fitted and vanished. It is asked again for the room left."""
+    sales, ops = two_large
+    resolver = ContextResolver(
+        [_Guardrails(), ConnectorSchemaSource(sales), ConnectorSchemaSource(ops)]
+    )
+    resolved = await resolver.resolve(
+        _request("shipment_0007 status for sale_0042 customers", budget)
+    )
+    assert "guardrails" in {item.source for item in resolved.kept}
+    assert {item.connector_id for item in resolved.kept} >= {"sales", "ops"}
+    assert estimate_tokens(assemble_system_prompt("", resolved.kept)) <= budget
