@@ -26,6 +26,7 @@ BENCHMARKS = (
     "guard_scale",
     "small_query",
     "prompt_scale",
+    "catalog_scale",
     "fetch",
     "context",
     "agent_loop",

@@ -14,7 +14,8 @@ Side by side in the same run, at the same concurrency: the same session without 
 work, i.e. the same 200 SQL strings through ``pandas.read_sql`` on a plain SQLAlchemy engine
 (same pool defaults), on the same executor, bounded by a semaphore of the same size.
 
-Reported per concurrency (4, 16, 50): wall time, throughput (questions/s), p50/p95 latency
+Reported per concurrency (4, 16, 50): wall time, throughput (questions/s), the process's CPU
+time per question (all threads: relay_nb and the raw work each hold one GIL), p50/p95 latency
 (relay_nb: from the turn's start, after ``ask_many``'s semaphore, to its result; raw: from
 the semaphore to the DataFrame), errors, and the connector's pool afterwards: connections
 checked out (must be 0), pool size, overflow, idle connections. Ratios: relay_nb / raw for
@@ -101,8 +102,9 @@ def _pool_state(engine: sa.Engine) -> dict[str, int]:
     }
 
 
-def _summary(wall_s: float, latencies: list[float], errors: int) -> dict[str, float]:
+def _summary(wall_s: float, latencies: list[float], errors: int, cpu_s: float) -> dict[str, float]:
     return {
+        "cpu_ms_per_question": cpu_s * 1000 / len(latencies),
         "wall_s": wall_s,
         "throughput_qps": len(latencies) / wall_s,
         "p50_ms": statistics.median(latencies),
@@ -117,9 +119,9 @@ async def _relay(session: _TimedSession, questions: dict[str, str], concurrency:
     for _ in range(2 * len(questions)):  # two steps per turn, whatever order they run in
         runtime.add(respond)
     session.latencies_ms.clear()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     turns = await session.ask_many(list(questions), concurrency=concurrency)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     runtime.requests.clear()
     errors = sum(
         1
@@ -128,7 +130,7 @@ async def _relay(session: _TimedSession, questions: dict[str, str], concurrency:
         or turn.df is None
         or any(outcome.is_error for outcome in turn.tool_results)
     )
-    return _summary(wall, list(session.latencies_ms), errors)
+    return _summary(wall, list(session.latencies_ms), errors, cpu)
 
 
 async def _raw(engine: sa.Engine, questions: dict[str, str], concurrency: int) -> dict:
@@ -143,10 +145,10 @@ async def _raw(engine: sa.Engine, questions: dict[str, str], concurrency: int) -
             latencies.append((time.perf_counter() - started) * 1000)
             return frame
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     frames = await asyncio.gather(*(one(sql) for sql in questions.values()))
-    wall = time.perf_counter() - started
-    return _summary(wall, latencies, sum(1 for f in frames if f.empty))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return _summary(wall, latencies, sum(1 for f in frames if f.empty), cpu)
 
 
 async def _measure(url: str, ledger: Path) -> dict[str, Any]:

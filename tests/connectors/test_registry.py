@@ -274,6 +274,7 @@ def test_a_connector_failing_to_forget_its_schema_is_logged_and_skipped(
     assert "hunter2" not in record.getMessage()
     registry.close()
 
+
 def test_an_expired_schema_check_is_waited_for_briefly_and_never_twice(sqlite_shop: Path) -> None:
     """A check that hangs holds the turn up CHANGE_CHECK_WAIT_S at most, and the next turn
     does not start a second one; an unchanged schema costs no cache its life."""
