@@ -436,6 +436,7 @@ class Session(AsksMany):
         limits: Sequence[UsageLimit] = (),
     ) -> TurnResult:
         settings, active, connector_ids = planned
+        await self.connectors.arefresh_stale(connector_ids)  # expired schemas renewed
         services = self._services(
             planned,
             on_event=on_event,
@@ -475,7 +476,6 @@ class Session(AsksMany):
         """The services one planned turn works with (its tools, the clarify tool when
         someone can answer it, the runtime its settings choose)."""
         settings, active, connector_ids = planned
-        self.connectors.refresh_stale(connector_ids)  # drops expired schemas; reads nothing
         tools = self._tools_for(active, connector_ids)
         if clarifier is not None and all(tool.name != CLARIFY_TOOL for tool in tools):
             tools = [*tools, clarify_tool(clarifier)]

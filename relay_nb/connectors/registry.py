@@ -19,6 +19,7 @@ owns three lifecycles the connectors themselves cannot see:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -174,6 +175,25 @@ class ConnectorRegistry(Mapping[str, Connector]):
         never stalls the turn that uses another one. A connector whose check or ``invalidate``
         fails is logged (its id and the error's type, nothing it said) and tried again next
         turn: the turn goes on with the schema it had."""
+        expired, checks = self._renew(ids)
+        deadline = time.monotonic() + CHANGE_CHECK_WAIT_S
+        for check in checks:
+            with contextlib.suppress(FutureTimeout):
+                check.result(timeout=max(0.0, deadline - time.monotonic()))
+        return expired
+
+    async def arefresh_stale(self, ids: Iterable[str] | None = None) -> list[str]:
+        """:meth:`refresh_stale` for a turn on the event loop: the wait is awaited, so the
+        other turns of ``ask_many`` go on meanwhile."""
+        expired, checks = self._renew(ids)
+        if checks:
+            await asyncio.wait(
+                [asyncio.wrap_future(c) for c in checks], timeout=CHANGE_CHECK_WAIT_S
+            )
+        return expired
+
+    def _renew(self, ids: Iterable[str] | None) -> tuple[list[str], list[Future[list[str]]]]:
+        """Start the expired connectors' checks, forget the others' schemas."""
         expired = self.stale(ids)
         checks: list[Future[list[str]]] = []
         for cid in expired:
@@ -196,27 +216,24 @@ class ConnectorRegistry(Mapping[str, Connector]):
                 if self._connectors.get(cid) is connector:
                     self._loaded_at[cid] = self._clock()
                     self._changed(cid)
-        deadline = time.monotonic() + CHANGE_CHECK_WAIT_S
-        for check in checks:
-            with contextlib.suppress(FutureTimeout):
-                check.result(timeout=max(0.0, deadline - time.monotonic()))
-        return expired
+        return expired, checks
 
     def _check(self, cid: str, connector: Connector) -> list[str]:
         """One expired schema's change check (on its own thread): renewed if it changed."""
+        changed: bool | None = None  # None: the check failed, try again next turn
         try:
             changed = connector.refresh_if_changed()
         except Exception as exc:
             _warn_expired(cid, "checking its expired schema", exc)
-            return []
-        finally:
-            with self._lock:
-                self._checking.discard(cid)
         with self._lock:
-            if self._connectors.get(cid) is connector:
+            self._checking.discard(cid)
+            current = self._connectors.get(cid) is connector
+            if current and changed is not None:
                 self._loaded_at[cid] = self._clock()
                 if changed:
                     self._changed(cid)
+        if not current:  # removed or replaced while it was checked: it must stay closed
+            connector.close()
         return [cid] if changed else []
 
     def refresh(self, connector_id: str | None = None) -> dict[str, str]:

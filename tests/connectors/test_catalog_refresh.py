@@ -16,6 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.sql.introspect import fingerprint, introspect
+from relay_nb.connectors.sql.render import render_catalog
 from relay_nb.testing.seed import drop_scratch_database
 
 # (what changes, the DDL per engine, how the new catalog shows it); None: not expressible
@@ -64,6 +65,15 @@ CHANGES: list[tuple[str, dict[str, str | None]]] = [
             ("sqlite", "duckdb", "postgres", "mysql"),
             "CREATE VIEW big AS SELECT id FROM orders WHERE amount > 10",
         ),
+    ),
+    (
+        "a renamed key target",
+        {
+            "sqlite": "ALTER TABLE customers RENAME TO clients",
+            "duckdb": None,  # DuckDB refuses to rename a table a key points to
+            "postgres": "ALTER TABLE customers RENAME TO clients",
+            "mysql": "RENAME TABLE customers TO clients",
+        },
     ),
     (
         "a dropped table",
@@ -194,5 +204,89 @@ def test_profiles_older_than_their_age_are_read_again(tmp_path, monkeypatch) -> 
         assert after is not before  # the new amount is in the profile's range
         amounts = next(t for t in after.tables if t.name == "orders").columns[1].profile
         assert amounts is not None and amounts.high == "7000"
+    finally:
+        shop.close()
+
+
+def test_a_render_is_kept_for_the_same_question_until_the_catalog_changes(
+    tmp_path, monkeypatch
+) -> None:
+    """Every model step of a turn renders the schema for the same question: once is enough,
+    until a refresh finds a change."""
+    from relay_nb.connectors.sql import connector as connector_module
+
+    renders: list[str | None] = []
+
+    def counted(catalog, **options):
+        renders.append(options.get("question"))
+        return render_catalog(catalog, **options)
+
+    monkeypatch.setattr(connector_module, "render_catalog", counted)
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    run(url, *SETUP)
+    shop = SQLConnector("shop", url)
+    try:
+        first = shop.prompt_context(max_tokens=500, question="orders by amount")
+        assert shop.prompt_context(max_tokens=500, question="orders by amount") == first
+        assert renders == ["orders by amount"]
+        shop.prompt_context(max_tokens=500, question="customers")  # another question
+        shop.prompt_context(max_tokens=200, question="customers")  # another budget
+        assert len(renders) == 3
+        shop.refresh()  # unchanged: what was rendered still holds
+        shop.prompt_context(max_tokens=500, question="orders by amount")
+        assert len(renders) == 3
+        run(url, "CREATE TABLE refunds (id INTEGER)")
+        shop.refresh()
+        assert "refunds" in shop.prompt_context(max_tokens=500, question="orders by amount")
+        assert len(renders) == 4
+    finally:
+        shop.close()
+
+
+def test_a_renamed_postgres_type_is_seen(request) -> None:
+    """A column's type is shown by its name, which lives in pg_type, not in the table's rows."""
+    urls = request.getfixturevalue("pg_urls")
+    admin = sa.create_engine(urls.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    name = f"relay_refresh_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    url = sa.make_url(urls.admin).set(database=name).render_as_string(False)
+    try:
+        run(url, "CREATE TYPE mood AS ENUM ('ok', 'sad')", "CREATE TABLE notes (m mood)")
+        shop = SQLConnector("shop", url)
+        try:
+            before = shop.catalog
+            run(url, "ALTER TYPE mood RENAME TO feeling")
+            after = shop.refresh()
+            assert after is not before
+            assert [c.type for c in after.tables[0].columns] == ["feeling"]
+        finally:
+            shop.close()
+    finally:
+        with admin.connect() as conn:
+            drop_scratch_database(conn, name)
+        admin.dispose()
+
+
+def test_a_changed_schema_that_cannot_be_read_leaves_no_stale_allowlist(tmp_path) -> None:
+    """The reviewer's case: a re-read that fails must not leave the old catalog (the guard's
+    allowlist) behind a new fingerprint, where no later check would see the change."""
+    import pytest
+
+    from relay_nb.errors import ConfigurationError, RelayError
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    run(url, *SETUP)
+    shop = SQLConnector("shop", url, tables=["orders"])
+    try:
+        assert [t.name for t in shop.catalog.tables] == ["orders"]
+        run(url, "DROP TABLE orders")
+        with pytest.raises(ConfigurationError):
+            shop.refresh()
+        assert shop._catalog is None  # forgotten, not kept
+        with pytest.raises(RelayError):
+            shop.query("SELECT * FROM orders")  # fails closed: no catalog, no allowlist
+        run(url, "CREATE TABLE orders (id INTEGER)")
+        assert [t.name for t in shop.refresh().tables] == ["orders"]
     finally:
         shop.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,60 @@ def test_an_expired_schema_check_is_waited_for_briefly_and_never_twice(sqlite_sh
     assert checks == [1]
     release.set()
     registry.close()
+
+
+def test_an_expired_dataframe_schema_is_still_the_frames() -> None:
+    """The DataFrame connector is a SQL connector underneath: its expiry must not read the
+    DuckDB engine's own catalog in place of the frames."""
+    import pandas as pd
+
+    from relay_nb.connectors.dataframe.connector import DataFrameConnector
+
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    sales = pd.DataFrame({"region": ["north", "south"], "amount": [3.5, 4.0]})
+    frames = DataFrameConnector("frames", {"sales": sales})
+    registry.add(frames)
+    before = frames.catalog
+    clock.now += 61
+    assert registry.refresh_stale() == ["frames"]
+    assert frames.catalog is before and [t.name for t in before.tables] == ["sales"]
+    assert registry.refresh() == {"frames": "ok"}
+    assert [t.name for t in frames.catalog.tables] == ["sales"]
+    assert frames.query("SELECT sum(amount) AS total FROM sales").df["total"][0] == 7.5
+    registry.close()
+
+
+def test_a_connector_removed_while_its_check_runs_is_closed_after_it(sqlite_shop: Path) -> None:
+    """A check may open a connection on a connector removed meanwhile: it is closed again
+    once the check ends, so nothing stays open."""
+    clock = Clock()
+    registry = ConnectorRegistry(schema_ttl_s=60, clock=clock)
+    shop = SQLConnector("shop", f"sqlite:///{sqlite_shop}")
+    started, release = threading.Event(), threading.Event()
+    closes: list[int] = []
+    real_close = shop.close
+
+    def slow(**_: object) -> bool:
+        started.set()
+        release.wait(10)
+        return True
+
+    def counted_close() -> None:
+        closes.append(1)
+        real_close()
+
+    shop.refresh_if_changed = slow  # type: ignore[method-assign]
+    shop.close = counted_close  # type: ignore[method-assign]
+    registry.add(shop)
+    clock.now += 61
+    registry.refresh_stale()  # the check outlives the turn's wait
+    assert started.wait(5)
+    registry.remove("shop")
+    assert closes == [1]
+    release.set()
+    deadline = time.monotonic() + 5
+    while len(closes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert closes == [1, 1]
+    assert "shop" not in registry and registry.stale() == []

@@ -154,13 +154,23 @@ class DataFrameConnector(SQLConnector):
             assert self._catalog is not None
             return self._catalog
 
-    def refresh(self) -> Catalog:  # type: ignore[override] - also returns the new catalog
+    def refresh(self, *, force: bool = False) -> Catalog:  # type: ignore[override]
         """Describe every frame again (the catalog also follows changes by itself)."""
         with self._lock:
             self._check_open()
             self._states.clear()
             self._catalog = None
             return self.catalog
+
+    def refresh_if_changed(self, *, force: bool = False) -> bool:
+        """Nothing to read for an expired schema: each read of :attr:`catalog` compares the
+        frames' signatures already (``force``: describe every frame again)."""
+        before = self._catalog
+        return (self.refresh() if force else self.catalog) is not before
+
+    @property
+    def context_ready(self) -> bool:
+        return False  # reading the namespace may describe a changed frame: not on the loop
 
     def _update(self, table: str, source: FrameSource) -> bool:
         """Read one source; returns whether what the model is shown changed.

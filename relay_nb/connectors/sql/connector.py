@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import URL, Engine
@@ -52,7 +52,7 @@ from relay_nb.connectors.sql.readonly import (
     parse_url,
     run_read_only,
 )
-from relay_nb.connectors.sql.render import describe_request, render_catalog
+from relay_nb.connectors.sql.render import RenderCache, describe_request, render_catalog
 from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact_url, register_secret, url_secrets
@@ -60,8 +60,6 @@ from relay_nb.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
-
-_T = TypeVar("_T")
 
 __all__ = ["SQLConnector"]
 
@@ -150,6 +148,7 @@ class SQLConnector(Connector):
             raise ConfigurationError("sample_values must be an integer from 0 (off) to 20")
         self.sample_values = sample_values
         self._samples: dict[str, list[str]] | None = None
+        self._renders = RenderCache()
         self.profile = ProfileSettings.from_options(profile, profile_exclude, profile_time_s)
         """Value profiling in the catalog pass (:mod:`relay_nb.connectors.sql.profile`)."""
         self.catalog_timeout_s = _CATALOG_READ_S + (
@@ -204,7 +203,7 @@ class SQLConnector(Connector):
         if self._catalog is None:
             with self._catalog_lock:
                 if self._catalog is None:
-                    self._catalog = self._profiled(self._introspect())
+                    self._catalog, self._fingerprint, self._read_at = self._read()
         return self._catalog
 
     def object_names(self) -> list[str]:
@@ -230,30 +229,25 @@ class SQLConnector(Connector):
         as before (what the registry calls for an expired schema, off the question's path)."""
         self._check_not_closed()
         with self._catalog_lock:
-            changed = self._reread(force=force)
-            if changed or force:
+            old, token = self._catalog, self._fingerprint
+            young = not self.profile.enabled or time.monotonic() < self._read_at + PROFILE_AGE_S
+            checkable = not force and old is not None and young and token is not None
+            if checkable and self._with_catalog_connection(self._fingerprint_of) == token:
+                return False
+            try:
+                new, self._fingerprint, self._read_at = self._read()
+            except Exception:
+                self._catalog = None  # changed and unreadable: no stale allowlist stays behind
+                raise
+            if force:
                 self._samples = None
-            return changed
-
-    def _reread(self, *, force: bool) -> bool:
-        """Replace the catalog unless its fingerprint says it is unchanged (lock held)."""
-        old = self._catalog
-        profiles_fresh = (
-            not self.profile.enabled or time.monotonic() < self._read_at + PROFILE_AGE_S
-        )
-        if (
-            not force
-            and old is not None
-            and profiles_fresh
-            and self._fingerprint is not None
-            and self._with_catalog_connection(self._fingerprint_of) == self._fingerprint
-        ):
-            return False
-        new = self._profiled(self._introspect())
-        if old is not None and new == old:
-            return False  # e.g. PostgreSQL rewrote a catalog row: keep what caches hold
-        self._catalog = new
-        return True
+            if old is not None and (new.tables, new.default_schema) == (
+                old.tables,
+                old.default_schema,
+            ):
+                return False  # e.g. PostgreSQL rewrote a catalog row: keep what caches hold
+            self._catalog, self._samples = new, None
+            return True
 
     def invalidate(self) -> None:
         """Forget the catalog; the next prompt reads it again, under its own timeout."""
@@ -306,15 +300,18 @@ class SQLConnector(Connector):
         quote = self.engine.dialect.identifier_preparer.quote_identifier
         return profile_catalog(catalog, self.profile, run, quote)
 
-    def _introspect(self) -> Catalog:
-        """The catalog, its fingerprint taken first on the same connection (stored)."""
+    def _read(self) -> tuple[Catalog, str | None, float]:
+        """A fresh catalog, profiled, and the fingerprint taken before it on the same
+        connection. The caller stores the three only once all of it succeeded: a new
+        fingerprint beside the old catalog would hide the change from every later check."""
+        read_at = time.monotonic()
 
-        def read(conn: sa.Connection) -> Catalog:
-            self._read_at = time.monotonic()
-            self._fingerprint = self._fingerprint_of(conn)
-            return introspect(conn, schemas=self._schemas, tables=self._tables)
+        def read(conn: sa.Connection) -> tuple[Catalog, str | None]:
+            token = self._fingerprint_of(conn)
+            return introspect(conn, schemas=self._schemas, tables=self._tables), token
 
-        return self._with_catalog_connection(read)
+        catalog, token = self._with_catalog_connection(read)
+        return self._profiled(catalog), token, read_at
 
     def _fingerprint_of(self, conn: sa.Connection) -> str | None:
         try:
@@ -324,7 +321,7 @@ class SQLConnector(Connector):
                 conn.rollback()  # PostgreSQL: a failed statement aborts the transaction
             return None
 
-    def _with_catalog_connection(self, work: Callable[[sa.Connection], _T]) -> _T:
+    def _with_catalog_connection(self, work: Callable[[sa.Connection], Any]) -> Any:
         try:
             with open_connection(self.engine) as conn:
                 self.dialect = guard_dialect(self.engine.dialect)  # MariaDB: known once connected
@@ -578,15 +575,22 @@ class SQLConnector(Connector):
             "details.\n"
         )
         budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
-        rendered = render_catalog(
-            self.catalog,
-            max_tokens=budget,
-            question=question,
-            sample_values=self.samples() or None,
-            describe_tool=f"describe_{self.id}",
-            ranker=self.ranker,
+        catalog, samples = self.catalog, self.samples() or None
+        options: dict[str, Any] = {
+            "question": question,
+            "sample_values": samples,
+            "ranker": self.ranker,
+        }
+        return self._renders.get(  # every model step of a turn asks again, the same
+            (catalog, samples, self.ranker),
+            (budget, question, head),
+            lambda: (
+                head
+                + render_catalog(
+                    catalog, max_tokens=budget, describe_tool=f"describe_{self.id}", **options
+                ).text
+            ),
         )
-        return head + rendered.text
 
     def close(self) -> None:
         self._closed = True

@@ -87,22 +87,39 @@ def schema_names(conn: sa.Connection) -> list[str]:
 
 _FINGERPRINT_SQL = sa.text(
     """
-    WITH ns AS (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname IN :schemas),
-    rel AS (SELECT oid, xmin FROM pg_catalog.pg_class WHERE relnamespace IN (SELECT oid FROM ns))
+    WITH ns AS (SELECT oid, xmin FROM pg_catalog.pg_namespace WHERE nspname IN :schemas),
+    rel AS (SELECT oid, xmin FROM pg_catalog.pg_class WHERE relnamespace IN (SELECT oid FROM ns)),
+    att AS (SELECT xmin FROM pg_catalog.pg_attribute WHERE attrelid IN (SELECT oid FROM rel)),
+    con AS (SELECT confrelid, xmin FROM pg_catalog.pg_constraint
+             WHERE connamespace IN (SELECT oid FROM ns)),
+    target AS (SELECT oid, relnamespace, xmin FROM pg_catalog.pg_class
+                WHERE oid IN (SELECT confrelid FROM con))
     SELECT concat_ws(':',
       (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM rel),
-      (SELECT count(*) || '.' || coalesce(sum(a.xmin::text::bigint), 0)
-         FROM pg_catalog.pg_attribute a WHERE a.attrelid IN (SELECT oid FROM rel)),
-      (SELECT count(*) || '.' || coalesce(sum(c.xmin::text::bigint), 0)
-         FROM pg_catalog.pg_constraint c WHERE c.connamespace IN (SELECT oid FROM ns)),
+      (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM att),
+      (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM con),
       (SELECT count(*) || '.' || coalesce(sum(d.xmin::text::bigint), 0)
-         FROM pg_catalog.pg_description d WHERE d.objoid IN (SELECT oid FROM rel)))
+         FROM pg_catalog.pg_description d WHERE d.objoid IN (SELECT oid FROM rel)),
+      (SELECT count(*) || '.' || coalesce(sum(t.xmin::text::bigint), 0)
+         FROM pg_catalog.pg_type t
+        WHERE t.oid >= 16384 AND t.typtype <> 'c' AND t.typcategory <> 'A'),
+      (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM target),
+      (SELECT count(*) || '.' || coalesce(sum(n.xmin::text::bigint), 0)
+         FROM pg_catalog.pg_namespace n
+        WHERE n.oid IN (SELECT oid FROM ns) OR n.oid IN (SELECT relnamespace FROM target)),
+      (SELECT count(*) || '.' || coalesce(sum(m.xmin::text::bigint), 0)
+         FROM pg_catalog.pg_auth_members m))
     """
 ).bindparams(sa.bindparam("schemas", expanding=True))
 """Every catalog row the read depends on gets a new ``xmin`` (the writing transaction) when
-DDL or ``COMMENT`` changes it, and rows come and go with tables, columns and keys; ANALYZE
-and VACUUM update ``pg_class`` in place and leave it alone. Counts and sums of ``xmin`` per
-catalog therefore change with the schema, in one statement over the catalog's indexes."""
+DDL, ``COMMENT`` or ``GRANT`` changes it, and rows come and go with tables, columns and
+keys: the relations, their columns and keys and comments, the database's own types (a
+renamed enum or domain; 16384 is PostgreSQL's first user object id, and tables' row and
+array types are left out, so a table made elsewhere changes nothing), the tables foreign
+keys point to and their schemas (a renamed target), and role memberships (what
+``has_table_privilege`` answers). ANALYZE and VACUUM update ``pg_class``
+in place and leave it alone. Counts and sums of ``xmin`` therefore change with anything the
+read shows, in one statement over the catalog's indexes."""
 
 
 def fingerprint(conn: sa.Connection, schemas: Sequence[str | None]) -> str:

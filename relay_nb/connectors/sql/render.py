@@ -26,8 +26,10 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -143,6 +145,45 @@ def render_catalog(
             text = [part.text(**flags) for part in lines.parts.values()]
             return _result("\n".join([LEGEND, *text]), tuple(lines.parts), ())
     return _render_ranked(catalog, lines, max_tokens, question, describe_tool, ranker)
+
+
+class RenderCache:
+    """The last texts rendered from one catalog (and its value samples), by what they were
+    rendered for.
+
+    Every model step of a turn builds its prompt again with the same question and budget,
+    and an analyst re-runs a question's cell: on a 10,000-table catalog each render is
+    milliseconds of ranking and packing. Another catalog or samples object (a refresh that
+    found a change) empties it; the ones it holds are kept alive, so identity cannot be
+    reused. Thread-safe: ``ask_many``'s turns render on worker threads.
+    """
+
+    def __init__(self, size: int = 16) -> None:
+        self._size = size
+        self._texts: OrderedDict[Hashable, str] = OrderedDict()
+        self._sources: tuple[object, ...] = ()
+        self._lock = threading.Lock()
+
+    def get(self, sources: tuple[object, ...], key: Hashable, render: Callable[[], str]) -> str:
+        """The text kept for ``key`` if it was rendered from these very ``sources``."""
+        with self._lock:
+            if self._same(sources) and (text := self._texts.get(key)) is not None:
+                self._texts.move_to_end(key)
+                return text
+        text = render()
+        with self._lock:
+            if not self._same(sources):
+                self._texts.clear()
+                self._sources = sources
+            self._texts[key] = text
+            while len(self._texts) > self._size:
+                self._texts.popitem(last=False)
+        return text
+
+    def _same(self, sources: tuple[object, ...]) -> bool:
+        return len(sources) == len(self._sources) and all(
+            a is b for a, b in zip(sources, self._sources, strict=True)
+        )
 
 
 @dataclass(frozen=True)
