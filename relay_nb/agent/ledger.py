@@ -15,8 +15,9 @@ append commits its own transaction to the write-ahead log before it returns
 (``synchronous=NORMAL``), so the row is in the operating system's hands and survives a crash
 of the kernel, the process or Python — nothing is lost that ``append`` reported as recorded.
 What a commit no longer does is wait for the disk: the fsyncs are grouped. The first append
-after a sync arms a timer, and :data:`SYNC_DELAY_S` later one checkpoint syncs every row
-committed since; :meth:`UsageLedger.close` and interpreter exit sync at once. Only a power
+after a sync arms a timer, and :data:`SYNC_DELAY_S` later one fsync of the log covers every
+row committed since (appends go on meanwhile; rows that came while it ran arm it again);
+:meth:`UsageLedger.close` and interpreter exit sync at once. Only a power
 cut or an operating-system crash within that window can lose rows — at most the last
 second's. A ledger at another SQLAlchemy URL commits each row through the server, which owns
 its durability.
@@ -163,6 +164,8 @@ class UsageLedger:
         self._table: Table | None = None
         self._fast: _SQLiteAppender | None = None
         self._sync_timer: threading.Timer | None = None
+        self._appended = self._synced = 0
+        """Appends to the SQLite file so far, and how many of them an fsync has covered."""
 
     def __repr__(self) -> str:
         return f"UsageLedger({self.url!r})"
@@ -212,6 +215,7 @@ class UsageLedger:
                 engine, table = self._ready()
                 if self._fast is not None:
                     self._fast.insert(values)
+                    self._appended += 1
                     self._arm_sync()
                 else:
                     with engine.begin() as conn:
@@ -239,23 +243,32 @@ class UsageLedger:
             self._sync_timer.start()
 
     def sync(self) -> None:
-        """Make every recorded row survive a power cut now (a SQLite file's checkpoint).
+        """Make every recorded row survive a power cut now: an fsync of the SQLite file's
+        write-ahead log, where every committed row is (appends go on meanwhile).
 
-        Runs by itself :data:`SYNC_DELAY_S` after an append, at :meth:`close` and at exit.
-        A failure is logged, never raised: the rows are committed and the next sync retries.
+        Runs by itself :data:`SYNC_DELAY_S` after an append, at :meth:`close` and at exit;
+        rows appended while it ran arm it again. A failure is logged, never raised: the rows
+        are committed, and the next append's sync tries again.
         """
         with self._lock:
-            if self._fast is None:
+            if self._fast is None or self._appended == self._synced:
                 return
-            try:
-                self._fast.checkpoint()
-            except Exception as exc:
-                logger.warning(
-                    "usage ledger %s: could not sync to disk (%s: %s); the rows are committed",
-                    self.url,
-                    type(exc).__name__,
-                    redact(str(exc)),
-                )
+            upto, log = self._appended, self._fast.log
+        try:
+            _fsync(log)
+        except OSError as exc:
+            logger.warning(
+                "usage ledger %s: could not sync to disk (%s: %s); the rows are committed",
+                self.url,
+                type(exc).__name__,
+                redact(str(exc)),
+            )
+            return
+        with self._lock:
+            self._synced = max(self._synced, upto)
+            if self._fast is not None and self._appended > self._synced:
+                self._sync_timer = None  # this one is ending: rows came while it ran
+                self._arm_sync()
 
     def close(self) -> None:
         """Sync, then release connections (the ledger reopens on next use)."""
@@ -264,11 +277,20 @@ class UsageLedger:
             if self._sync_timer is not None:
                 self._sync_timer.cancel()
             if self._fast is not None:
-                self._fast.close()
+                self._fast.close()  # the last connection's close checkpoints the log
             if self._engine is not None:
                 self._engine.dispose()
             self._engine = self._table = self._fast = self._sync_timer = None
         _OPEN_LEDGERS.discard(self)
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's connections unclosed (SQLite connections do
+        not survive a fork), so the child opens its own on its first append."""
+        self._lock = threading.Lock()
+        if self._engine is not None:
+            self._engine.dispose(close=False)
+        self._engine = self._table = self._fast = self._sync_timer = None
+        self._appended = self._synced = 0
 
     def __enter__(self) -> UsageLedger:
         return self
@@ -379,6 +401,9 @@ class _SQLiteAppender:
         self._names = [column.name for column in columns]
         self._convert = [column.type.bind_processor(engine.dialect) for column in columns]
         self._connection = engine.raw_connection()  # held: appends never queue in the pool
+        database = engine.url.database or ""
+        self.log = Path(f"{database}-wal") if database and database != ":memory:" else None
+        """The write-ahead log every committed row is in until a checkpoint moves it."""
 
     def insert(self, values: dict[str, Any]) -> None:
         params = []
@@ -388,15 +413,10 @@ class _SQLiteAppender:
         cursor = self._connection.cursor()
         try:
             cursor.execute(self._sql, params)
-        finally:
-            cursor.close()
-        self._connection.commit()  # in the WAL, in the OS's hands: survives a process crash
-
-    def checkpoint(self) -> None:
-        # NORMAL in WAL mode syncs the log before a checkpoint and the database after it
-        cursor = self._connection.cursor()
-        try:
-            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._connection.commit()  # in the log, in the OS's hands: survives a crash
+        except BaseException:
+            self._connection.rollback()  # a failed row must not hold the write lock
+            raise
         finally:
             cursor.close()
 
@@ -411,6 +431,31 @@ _OPEN_LEDGERS: weakref.WeakSet[UsageLedger] = weakref.WeakSet()
 def _sync_open_ledgers() -> None:
     for ledger in list(_OPEN_LEDGERS):
         ledger.sync()
+
+
+def _forget_open_ledgers() -> None:
+    for ledger in list(_OPEN_LEDGERS):
+        ledger._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_open_ledgers)
+
+
+def _fsync(path: Path | None) -> None:
+    """fsync ``path`` if it exists (a log that a checkpoint emptied and removed holds no
+    rows: the checkpoint synced the database itself). Opened for writing, which Windows'
+    fsync needs; nothing is written."""
+    if path is None:
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _connect_args(url: str) -> dict[str, Any]:

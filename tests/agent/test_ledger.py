@@ -231,24 +231,64 @@ def test_a_killed_process_loses_no_recorded_row(tmp_path):
         assert sorted(led.rows()["step"]) == list(range(25))
 
 
-def test_appends_are_synced_to_the_database_file_in_groups(tmp_path, monkeypatch):
+def test_appends_are_fsynced_in_groups_even_beside_a_reader(tmp_path, monkeypatch):
+    """One fsync of the write-ahead log covers the rows before it; rows that come later arm
+    the next one; a reader holding a snapshot (a report in another kernel) does not stop it."""
+    import os
     import time
 
     import relay_nb.agent.ledger as ledger_module
 
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
     monkeypatch.setattr(ledger_module, "SYNC_DELAY_S", 0.05)
     path = tmp_path / "usage.sqlite"
-    with UsageLedger(path) as led:
-        assert led.append(row(step=0)) and led.append(row(step=1))
-        assert _main_file_rows(path, tmp_path / "a.sqlite") == 0  # committed to the log only
+
+    def wait_for(count: int) -> None:
         deadline = time.monotonic() + 10
-        while _main_file_rows(path, tmp_path / "b.sqlite") < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert _main_file_rows(path, tmp_path / "c.sqlite") == 2  # one grouped checkpoint
-        assert led.append(row(step=2))  # a fired timer is armed again by the next append
-        while _main_file_rows(path, tmp_path / "d.sqlite") < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert _main_file_rows(path, tmp_path / "e.sqlite") == 3
+        while len(synced) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    with UsageLedger(path) as led:
+        assert led.append(row(step=0))
+        reader = sqlite3.connect(path)
+        reader.execute("BEGIN")
+        assert reader.execute("select count(*) from relay_usage").fetchone() == (1,)
+        assert led.append(row(step=1)) and led.append(row(step=2))
+        wait_for(1)
+        time.sleep(0.1)
+        assert synced == [f"{path}-wal"]  # one fsync for the three rows
+        assert led.append(row(step=3))  # a fired timer is armed again by the next append
+        wait_for(2)
+        assert synced == [f"{path}-wal"] * 2
+        reader.rollback()
+        reader.close()
+
+
+def test_a_refused_row_releases_the_write_lock(tmp_path):
+    """A row the database refuses is rolled back at once: another writer is not locked out,
+    and the next append does not commit it along."""
+    path = tmp_path / "usage.sqlite"
+    with UsageLedger(path) as led:
+        assert led.append(row(turn_id="first"))
+        with sqlite3.connect(path) as admin:
+            admin.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON relay_usage WHEN NEW.turn_id = 'bad' "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        assert led.append(row(turn_id="bad")) is False
+        other = sqlite3.connect(path, timeout=0.5)
+        other.execute("BEGIN IMMEDIATE")  # would wait, then fail, on a held lock
+        other.rollback()
+        other.close()
+        assert led.append(row(turn_id="after"))
+        assert list(led.rows()["turn_id"]) == ["first", "after"]
 
 
 def test_close_syncs_at_once(tmp_path, monkeypatch):
