@@ -86,9 +86,11 @@ def _environment_secrets() -> tuple[str, ...]:
     seen, secrets = _env_seen
     if data is not None and seen is not None and data == seen:
         return secrets
+    # the copy first: a variable set while the names are walked differs from it next time
+    copy = dict(data) if isinstance(data, dict) else None
     values = (os.environ.get(name) for name in list(os.environ) if is_secret_name(name))
     secrets = tuple(value for value in values if value is not None)
-    _env_seen = (dict(data) if isinstance(data, dict) else None, secrets)
+    _env_seen = (copy, secrets)
     return secrets
 
 

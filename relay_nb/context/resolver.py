@@ -161,11 +161,11 @@ class ContextResolver:
         candidates = _redacted([item for _stats, items in results for item in items])
         kept, dropped = pack_items(candidates, limit)
         squeezed = _squeezed_out_schemas(sources, kept, dropped)
-        if squeezed and limit is not None:
+        room = 0 if limit is None else limit - SECTIONS_TOKENS - sum(map(framed_tokens, kept))
+        if squeezed and room // len(squeezed) > 0:
             # higher-priority items (guardrails, knowledge) took part of a schema's share:
             # ask those schemas again for what is left, rather than leave a connector out
-            room = limit - SECTIONS_TOKENS - sum(framed_tokens(item) for item in kept)
-            share = request.model_copy(update={"schema_share": max(0, room) // len(squeezed)})
+            share = request.model_copy(update={"schema_share": room // len(squeezed)})
             again = dict(
                 zip(
                     [source.name for source in squeezed],

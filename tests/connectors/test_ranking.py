@@ -124,3 +124,27 @@ def test_a_plugged_in_ranker_orders_the_prompt(tmp_path):
         default.close()
     with pytest.raises(ConfigurationError, match="ranker must have a rank"):
         SQLConnector("bad", f"sqlite:///{path}", ranker="embeddings")
+
+
+def test_a_word_most_tables_hold_still_finds_the_table_it_names() -> None:
+    """In a catalog of 1,200 tables that all hold customer_id, "customer" no longer scores
+    every table by its column, but the table named for it still comes first."""
+    from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
+
+    facts = [
+        TableInfo(
+            schema_name=None,
+            name=f"fact_{i:04d}",
+            columns=(ColumnInfo(name="customer_id", type="int"), ColumnInfo(name="x", type="int")),
+        )
+        for i in range(1_200)
+    ]
+    named = TableInfo(
+        schema_name=None,
+        name="retail_customer",
+        columns=(ColumnInfo(name="customer_id", type="int"), ColumnInfo(name="spend", type="int")),
+    )
+    catalog = Catalog(dialect="sqlite", default_schema=None, tables=(*facts, named))
+    ranked = LexicalRanker().rank(catalog, "which customer spent the most")
+    assert ranked[0][0].name == "retail_customer" and ranked[0][1] > 0
+    assert ranked[1][1] < ranked[0][1]

@@ -16,7 +16,8 @@ and no network, and understands a question that names its data
   when the word itself matches nothing): 0.6;
 
 each weight times how rare the word is in the catalog (a word in every table says little;
-in a catalog of thousands of tables, a word more than half of them hold is not scored).
+in a catalog of thousands of tables, a word more than half of them hold scores only where a
+table's name holds it).
 Tables joined by a foreign key to a hit get 30% of its score (at most 2), so the junction
 and lookup tables a query needs come along. An inverted index per catalog, built once and
 cached while the catalog lives, keeps a 1,000-table ranking to a few milliseconds.
@@ -66,8 +67,8 @@ _NAME, _VALUE, _COLUMN, _COMMENT = 3.0, 2.0, 1.0, 0.5
 _PARTIAL, _SYNONYM, _TYPO = 0.5, 0.8, 0.6
 _NEIGHBOUR_SHARE, _NEIGHBOUR_CAP = 0.3, 2.0
 _COMMON_SHARE, _COMMON_MIN_TABLES = 0.5, 1_000
-"""A word in more than half the tables, and in at least 1,000, ranks nothing (see
-:meth:`_Index.too_common`): smaller catalogs rank every word as before."""
+"""A word in more than half the tables, and in at least 1,000, ranks by table names only
+(see :meth:`_Index.too_common`): smaller catalogs rank every word as before."""
 
 
 class LexicalRanker:
@@ -94,10 +95,10 @@ class LexicalRanker:
         index = _index(catalog, values=self.values)
         direct: dict[int, float] = {}
         for term in terms(question):
-            if index.too_common(term):
-                continue
             rarity = index.rarity(term) if self.rarity else 1.0
-            for position, weight in self._matches(index, term).items():
+            # a word most tables hold tells them apart only by a table's own name
+            matches = index.named(term) if index.too_common(term) else self._matches(index, term)
+            for position, weight in matches.items():
                 direct[position] = direct.get(position, 0.0) + weight * rarity
         bonus: dict[int, float] = {}
         for position, score in direct.items():
@@ -182,6 +183,7 @@ class _Index:
         self.vocabulary = sorted(t for t in self.postings if len(t) >= 4)
         self.known = frozenset(self.vocabulary)
         self._deletions: dict[str, set[str]] | None = None
+        self._named: dict[str, dict[int, float]] = {}
         self.unscored: tuple[tuple[TableInfo, float], ...] = tuple(
             (table, 0.0) for table in catalog.tables
         )
@@ -207,10 +209,20 @@ class _Index:
 
     def too_common(self, term: str) -> bool:
         """A word most tables of a large catalog hold (``id``, a column every table has)
-        cannot tell them apart, and scoring it costs a pass over thousands of tables for
-        each question: such a word is left out of the ranking."""
+        cannot tell them apart by their columns, and scoring it costs a pass over thousands
+        of tables for each question: only the tables it names are scored (:meth:`named`)."""
         found = len(self.postings.get(term, ()))
         return found >= _COMMON_MIN_TABLES and found > _COMMON_SHARE * self.tables
+
+    def named(self, term: str) -> dict[int, float]:
+        """The tables whose name holds ``term``: its name matches only, kept per word."""
+        if term not in self._named:
+            self._named[term] = {
+                position: weight
+                for position, weight in self.postings.get(term, {}).items()
+                if weight >= _NAME
+            }
+        return self._named[term]
 
     def rarity(self, term: str) -> float:
         """1 for a word in one table, falling towards 0.5 for a word in every table."""
