@@ -149,17 +149,17 @@ async def _expiry_turns(url: str) -> dict[str, float]:
         runtime.add({"text": "ok"})
     connector = SQLConnector("db", url)
     session = Session(runtime, connectors=[connector], schema_ttl_s=3600)
-    question = "total c03 of t04242 by c07 for last month"
+    questions = iter(f"total c03 of t0{n} by c07 for last month" for n in range(4242, 4300))
     warm, expired = [], []
     try:
-        await session.ask_many([question], concurrency=1)  # cold: read and render once
-        for _ in range(3):
+        await session.ask_many([next(questions)], concurrency=1)  # cold: read, render once
+        for _ in range(3):  # a new question each turn: no render is reused
             started = time.perf_counter()
-            await session.ask_many([question], concurrency=1)
+            await session.ask_many([next(questions)], concurrency=1)
             warm.append((time.perf_counter() - started) * 1000)
             session.connectors._loaded_at["db"] -= 3601  # the TTL runs out
             started = time.perf_counter()
-            await session.ask_many([question], concurrency=1)
+            await session.ask_many([next(questions)], concurrency=1)
             expired.append((time.perf_counter() - started) * 1000)
     finally:
         await session.aclose()
