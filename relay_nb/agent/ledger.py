@@ -460,7 +460,8 @@ def _fsync(path: Path | None) -> None:
 
 def _connect_args(url: str) -> dict[str, Any]:
     # wait for another process's write instead of failing at once with "database is locked";
-    # the held append connection is used by whichever thread appends or syncs (under the lock)
+    # the held append connection is used by whichever thread appends (under the lock): a
+    # first append on a worker thread, the later ones on the event loop's
     return {"timeout": 10, "check_same_thread": False} if url.startswith("sqlite") else {}
 
 

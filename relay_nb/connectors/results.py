@@ -80,7 +80,7 @@ class QueryResult(BaseModel):
     request line. The name stays ``executed_sql`` because SQL is the common case.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     df: Frame
     executed_sql: str

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
 
 from relay_nb.connectors.sql.schema import TableInfo
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 __all__ = [
     "SYSTEM_SCHEMAS",
@@ -26,6 +30,7 @@ __all__ = [
     "compact_type",
     "is_system_schema",
     "paused_gc",
+    "schema_fingerprint",
     "short_comment",
 ]
 
@@ -40,6 +45,15 @@ SYSTEM_SCHEMAS = frozenset(
     }
 )
 """Schemas that hold the database's own bookkeeping; never shown to a model."""
+
+
+def schema_fingerprint(
+    conn: sa.Connection, statement: sa.TextClause, schemas: Sequence[str | None]
+) -> str:
+    """A dialect's one fingerprint statement run for the named schemas (its ``:schemas`` is
+    an expanding IN; with none named it matches nothing), its single value as text."""
+    names = [s for s in schemas if s is not None] or [""]
+    return str(conn.execute(statement, {"schemas": names}).scalar())
 
 
 def is_system_schema(name: str, dialect: str) -> bool:

@@ -16,9 +16,10 @@ from relay_nb.connectors.sql.introspect_common import (
     CatalogBuilder,
     compact_type,
     is_system_schema,
+    schema_fingerprint,
 )
 
-__all__ = ["default_schema", "read", "schema_names"]
+__all__ = ["default_schema", "fingerprint", "read", "schema_names"]
 
 _COLUMNS_SQL = sa.text(
     """
@@ -88,8 +89,7 @@ of every column, relation and constraint the read depends on, without sending th
 
 
 def fingerprint(conn: sa.Connection, schemas: Sequence[str | None]) -> str:
-    names = [s for s in schemas if s is not None] or [""]
-    return str(conn.execute(_FINGERPRINT_SQL, {"schemas": names}).scalar())
+    return schema_fingerprint(conn, _FINGERPRINT_SQL, schemas)
 
 
 def read(conn: sa.Connection, schemas: Sequence[str | None], builder: CatalogBuilder) -> None:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from relay_nb.connectors.sql.introspect_common import CatalogBuilder, compact_type, paused_gc
 
-__all__ = ["default_schema", "read", "schema_names"]
+__all__ = ["default_schema", "fingerprint", "read", "schema_names"]
 
 _NOT_INTERNAL = r"m.name NOT LIKE 'sqlite\_%' ESCAPE '\'"
 
