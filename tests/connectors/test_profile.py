@@ -12,9 +12,10 @@ import time
 import pytest
 
 from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.connectors.sql.describe import describe_tables
 from relay_nb.connectors.sql.profile import ProfileSettings, column_kind, profile_catalog
 from relay_nb.connectors.sql.readonly import run_read_only
-from relay_nb.connectors.sql.render import describe_tables, render_catalog
+from relay_nb.connectors.sql.render import render_catalog
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError
 

@@ -148,3 +148,86 @@ def test_a_word_most_tables_hold_still_finds_the_table_it_names() -> None:
     ranked = LexicalRanker().rank(catalog, "which customer spent the most")
     assert ranked[0][0].name == "retail_customer" and ranked[0][1] > 0
     assert ranked[1][1] < ranked[0][1]
+
+
+# -- a ranking read lazily (issue 22) ---------------------------------------------------------
+
+
+def _wide_catalog(tables: int) -> Catalog:
+    """Look-alike tables with a few distinct words each, as a warehouse's are."""
+    from relay_nb.connectors.sql.schema import ColumnInfo
+
+    subjects = ("invoice", "shipment", "supplier", "campaign", "ticket", "warehouse", "refund")
+    return Catalog(
+        dialect="sqlite",
+        default_schema=None,
+        tables=tuple(
+            TableInfo(
+                schema_name=None,
+                name=f"{subjects[i % len(subjects)]}_{i:05d}",
+                columns=(
+                    ColumnInfo(name="id", type="INTEGER", nullable=False, primary_key=True),
+                    ColumnInfo(name=f"{subjects[(i * 3) % len(subjects)]}_code", type="TEXT"),
+                    ColumnInfo(name="amount" if i % 2 else "created_at", type="NUMERIC(12,2)"),
+                ),
+            )
+            for i in range(tables)
+        ),
+    )
+
+
+def test_the_default_ranking_is_the_same_list_read_lazily() -> None:
+    """Iterating, indexing and len() agree; the scored tables lead in score order and the
+    rest follow in catalog order, each table once."""
+    catalog = _wide_catalog(700)
+    ranking = LexicalRanker().rank(catalog, "refund amount of invoice 00042")
+    listed = list(ranking)
+    assert len(ranking) == len(listed) == 700
+    assert [ranking[i] for i in range(700)] == listed and ranking[:3] == listed[:3]
+    assert len({id(t) for t, _ in listed}) == 700
+    scores = [s for _, s in listed]
+    scored = [s for s in scores if s > 0]
+    assert scored == sorted(scored, reverse=True) and scores[len(scored) :] == [0.0] * (
+        700 - len(scored)
+    )
+    tail = [t for t, s in listed if s == 0]
+    assert tail == [t for t in catalog.tables if t in tail]  # catalog order
+    assert listed[0][0].name == "invoice_00042"
+    assert rank_tables(catalog, "refund amount of invoice 00042") == listed
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance exactly 1, the slow and obvious way."""
+    if a == b:
+        return False
+    rows = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        rows[i][0] = i
+    for j in range(len(b) + 1):
+        rows[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(a)][len(b)] == 1
+
+
+def test_typo_neighbours_are_every_vocabulary_word_one_edit_away() -> None:
+    """The generated edits find exactly what a scan of the vocabulary finds."""
+    import random
+
+    from relay_nb.connectors.sql.ranking import _index
+
+    catalog = _wide_catalog(300)
+    index = _index(catalog)
+    words = [w for w in index.postings if len(w) >= 3 and not w.isdigit()]
+    rng = random.Random(22)
+    probes = ["shipmnet", "supplir", "invoce", "ammount", "warehose", "refnd", "tickte", "code"]
+    for word in (rng.choice(words) for _ in range(40)):  # and one- and two-edit variants
+        i = rng.randrange(len(word))
+        probes += [word[:i] + word[i + 1 :], word[:i] + "x" + word[i:], word[::-1][:6]]
+    for probe in probes:
+        expected = sorted(w for w in words if _one_edit_apart(w, probe))
+        assert index.one_edit(probe) == expected, probe

@@ -10,9 +10,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from relay_nb.connectors.sql.describe import describe_tables
 from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.ranking import rank_tables, search_tables
-from relay_nb.connectors.sql.render import LEGEND, describe_tables, estimate_tokens, render_catalog
+from relay_nb.connectors.sql.render import LEGEND, estimate_tokens, render_catalog
 from relay_nb.connectors.sql.schema import Catalog
 
 
@@ -260,3 +261,99 @@ def test_estimate_tokens():
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("abcde") == 2
+
+
+# -- large catalogs: only what is shown (issue 22) --------------------------------------------
+
+
+def _warehouse_catalog(tables: int) -> Catalog:
+    from relay_nb.connectors.sql.schema import ColumnInfo, TableInfo
+
+    subjects = ("invoice", "shipment", "supplier", "campaign", "ticket")
+    return Catalog(
+        dialect="postgres",
+        default_schema="public",
+        tables=tuple(
+            TableInfo(
+                schema_name="public" if i % 3 else "mart",
+                name=f"{subjects[i % len(subjects)]}_{i:05d}",
+                comment="a table" if i % 7 == 0 else None,
+                columns=tuple(
+                    ColumnInfo(name=f"c{j}_{subjects[j % 5]}", type="integer", comment=None)
+                    for j in range(3 + i % 9)
+                ),
+            )
+            for i in range(tables)
+        ),
+    )
+
+
+def test_a_large_catalog_renders_only_the_tables_it_shows(monkeypatch):
+    """A tight render of 3,000 tables writes full lines for the tables it shows (and those
+    it tried), reads the ranking only as far as it packs and names, and still reports every
+    omitted table, most relevant first."""
+    from relay_nb.connectors.sql import lines as lines_module
+    from relay_nb.connectors.sql.ranking import LexicalRanker
+
+    catalog = _warehouse_catalog(3_000)
+    built: list[str] = []
+    real_line = lines_module._line
+    monkeypatch.setattr(
+        lines_module, "_line", lambda c, t, *a: built.append(t.name) or real_line(c, t, *a)
+    )
+
+    class Counting:
+        """The default ranking, counting how much of it a render reads."""
+
+        read = 0
+
+        def rank(self, catalog: Catalog, question: str):
+            ranking = LexicalRanker().rank(catalog, question)
+            outer = self
+
+            class Counted(type(ranking)):
+                def __iter__(self):
+                    for pair in ranking:
+                        outer.read += 1
+                        yield pair
+
+            counted = Counted.__new__(Counted)
+            for slot in ("_scored", "_taken", "_tables", "_all"):
+                setattr(counted, slot, getattr(ranking, slot))
+            return counted
+
+    ranker = Counting()
+    question = "supplier 00042 shipment totals"
+    rendered = render_catalog(
+        catalog, max_tokens=400, question=question, ranker=ranker, describe_tool="describe_w"
+    )
+    assert rendered.token_estimate <= 400
+    assert "supplier_00042(" in rendered.text
+    assert 0 < len(rendered.shown) < 60 and len(built) <= len(rendered.shown) + 5
+    assert ranker.read < 600  # of 3,000: packed, then named until the line was full
+    assert rendered.omitted_count == 3_000 - len(rendered.shown)
+    full = [t.qualified_name for t, _ in rank_tables(catalog, question)]
+    assert rendered.omitted == tuple(n for n in full if n not in rendered.shown)
+    positions = {name: i for i, name in enumerate(t.qualified_name for t in catalog.tables)}
+    assert list(rendered.shown) == sorted(rendered.shown, key=positions.__getitem__)
+    last = rendered.text.splitlines()[-1]
+    assert last.startswith(f"-- {rendered.omitted_count} more tables: ")
+    assert re.search(r", … \d+ more \(call describe_w for their columns\)$", last)
+
+
+@pytest.mark.parametrize("budget", [None, 30, 200, 900, 4_000, 40_000])
+def test_every_budget_keeps_its_promises_on_a_large_catalog(budget):
+    """Within budget, each table either shown or omitted (never both), the omission line
+    counting the rest: whether the whole catalog fits, a step of it, or a ranked part."""
+    catalog = _warehouse_catalog(1_500)
+    rendered = render_catalog(catalog, max_tokens=budget, question="invoice 00007 campaign")
+    everything = {t.qualified_name for t in catalog.tables}
+    assert set(rendered.shown) | set(rendered.omitted) == everything
+    assert not set(rendered.shown) & set(rendered.omitted)
+    assert len(rendered.omitted) == rendered.omitted_count
+    if budget is not None:
+        assert rendered.token_estimate <= budget
+    if rendered.omitted:
+        assert rendered.text.splitlines()[-1].startswith(f"-- {rendered.omitted_count} more")
+    else:
+        assert len(rendered.text.splitlines()) == len(catalog.tables) + 1

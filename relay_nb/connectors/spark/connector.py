@@ -46,9 +46,10 @@ from relay_nb.connectors.spark.session import (
     open_connect_session,
     redact_connect_url,
 )
+from relay_nb.connectors.sql.describe import describe_request
 from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.ranking import SchemaRanker
-from relay_nb.connectors.sql.render import describe_request, render_catalog
+from relay_nb.connectors.sql.render import render_catalog
 from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact

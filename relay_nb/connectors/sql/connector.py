@@ -30,6 +30,7 @@ from relay_nb.connectors.bounds import (
 )
 from relay_nb.connectors.preflight import Estimate, Preflight
 from relay_nb.connectors.results import QueryResult, answer_query, build_frame
+from relay_nb.connectors.sql.describe import describe_request
 from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.fetch import driver_message, is_oversized, is_server_timeout
@@ -52,7 +53,7 @@ from relay_nb.connectors.sql.readonly import (
     parse_url,
     run_read_only,
 )
-from relay_nb.connectors.sql.render import RenderCache, describe_request, render_catalog
+from relay_nb.connectors.sql.render import RenderCache, render_catalog
 from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact_url, register_secret, url_secrets
