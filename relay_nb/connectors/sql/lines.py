@@ -104,6 +104,7 @@ class CatalogLines:
         self._lines: dict[str, TableLine] = {}
         self._names: dict[str, str] = {}
         self._every_omitted: dict[str | None, str] = {}
+        self._wholes: dict[int, str] = {}
 
     def line(self, table: TableInfo) -> TableLine:
         name = table.qualified_name
@@ -139,6 +140,21 @@ class CatalogLines:
         tables = self.catalog.tables
         bare = len(LEGEND) + sum(len(line) + 1 for line in self.bare.values())
         return tuple(bare + sum(self.line(t).extra(**flags) for t in tables) for flags in STEPS)
+
+    def whole(self, step: int) -> str:
+        """The whole catalog at ``STEPS[step]``: written once, as it is the same text
+        whatever the question (a small catalog's every prompt)."""
+        text = self._wholes.get(step)
+        if text is None:
+            flags, tables = STEPS[step], self.catalog.tables
+            text = "\n".join([LEGEND, *(self.line(t).text(**flags) for t in tables)])
+            self._wholes[step] = text
+        return text
+
+    @cached_property
+    def qualified_names(self) -> tuple[str, ...]:
+        """Every table's qualified name, in catalog order."""
+        return tuple(t.qualified_name for t in self.catalog.tables)
 
     @cached_property
     def positions(self) -> dict[str, int]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from relay_nb.connectors.sql.lines import LEGEND, PROFILED, STEPS, CatalogLines
+from relay_nb.connectors.sql.lines import LEGEND, PROFILED, CatalogLines
 from relay_nb.connectors.sql.ranking import SchemaRanker, per_catalog, ranked
 from relay_nb.connectors.sql.schema import Catalog, TableInfo
 from relay_nb.runtime.types import estimate_tokens
@@ -85,17 +85,12 @@ def render_catalog(
     else:  # the common case: per catalog, built as renders need them
         lines = per_catalog(catalog, _LINES, lambda: CatalogLines(catalog, {}, 0))
     if max_tokens is None:
-        return _whole(catalog, lines, STEPS[0])
+        return _result(lines.whole(0), lines.qualified_names)
     if _fits(lines.floor, max_tokens):  # else not even the bare lines fit: rank at once
-        for flags, chars in zip(STEPS, lines.step_chars, strict=True):
+        for step, chars in enumerate(lines.step_chars):
             if _fits(chars, max_tokens):
-                return _whole(catalog, lines, flags)
+                return _result(lines.whole(step), lines.qualified_names)
     return _render_ranked(catalog, lines, max_tokens, question or "", describe_tool, ranker)
-
-
-def _whole(catalog: Catalog, lines: CatalogLines, flags: dict[str, bool]) -> RenderedSchema:
-    text = "\n".join([LEGEND, *(lines.line(t).text(**flags) for t in catalog.tables)])
-    return _result(text, tuple(t.qualified_name for t in catalog.tables))
 
 
 def _fits(chars: int, max_tokens: int) -> bool:
