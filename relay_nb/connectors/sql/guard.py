@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
@@ -229,28 +229,32 @@ def _walk(tree: exp.Expr, engine: Dialect, policy: type[GuardPolicy]) -> Finding
     strategy = engine.normalization_strategy
     recursive_terms: dict[int, _Scope] = {}
     stack: list[tuple[exp.Expr, _Scope | None, int]] = [(tree, None, 0)]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    check, expression, deepest = policy.check, exp.Expr, rules.MAX_TREE_DEPTH
+    nodes = 0
     while stack:
-        node, scope, depth = stack.pop()
-        found.nodes += 1
+        node, scope, depth = pop()
+        nodes += 1
         if recursive_terms:
             scope = recursive_terms.get(id(node), scope)
-        kind = _node_kind(type(node))
+        kind, chain = _CLASS_FACTS.get(type(node)) or _class_facts(type(node))
         if kind:
-            policy.check(node, kind, found)
+            check(node, kind, found)
             if kind == "table":
                 _note_table(node, scope, strategy, policy, found)  # type: ignore[arg-type]
-        if depth >= rules.MAX_TREE_DEPTH:
+        if depth >= deepest:
             found.add(0, "parse_error", _TOO_DEEP)
             continue  # nothing below is generated: the query is refused
-        with_ = node.args.get("with_")
-        if isinstance(with_, exp.With):
+        args = node.args
+        with_ = args.get("with_")
+        if with_ is not None and isinstance(with_, exp.With):
             scope = _push_ctes(with_, scope, depth, strategy, stack, recursive_terms)
-        chain = type(node) if isinstance(node, _ITERATED_CHAINS) else None
-        for value in node.args.values():
+        for value in args.values():
             if type(value) is list:
-                stack.extend((v, scope, depth + 1) for v in value if isinstance(v, exp.Expr))
-            elif isinstance(value, exp.Expr) and value is not with_:
-                stack.append((value, scope, depth if type(value) is chain else depth + 1))
+                extend((v, scope, depth + 1) for v in value if isinstance(v, expression))
+            elif isinstance(value, expression) and value is not with_:
+                push((value, scope, depth if type(value) is chain else depth + 1))
+    found.nodes = nodes
     return found
 
 
@@ -368,12 +372,17 @@ def _note_table(
     found.tables.append(table)
 
 
-@cache
-def _node_kind(cls: type[exp.Expr]) -> str:
-    """Which rule family a node class belongs to, cached per class: one dict lookup per node
-    instead of ~150 ``isinstance`` checks keeps the walk cheap."""
+def _class_facts(cls: type[exp.Expr]) -> tuple[str, type[exp.Expr] | None]:
+    """Which rule family a node class belongs to, and the class itself when it chains with
+    its own kind (:data:`_ITERATED_CHAINS`): kept per class, so the walk does one dict lookup
+    per node instead of ~150 ``isinstance`` checks."""
     kinds = (("command", rules.COMMAND_NODES), ("statement", _STATEMENT_CLASSES), *_KINDS)
-    return next((kind for kind, classes in kinds if issubclass(cls, classes)), "")
+    kind = next((kind for kind, classes in kinds if issubclass(cls, classes)), "")
+    facts = _CLASS_FACTS[cls] = (kind, cls if issubclass(cls, _ITERATED_CHAINS) else None)
+    return facts
+
+
+_CLASS_FACTS: dict[type, tuple[str, type[exp.Expr] | None]] = {}
 
 
 _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (

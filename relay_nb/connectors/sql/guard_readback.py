@@ -47,18 +47,24 @@ MAX_OUTPUT_TOKENS = 2 * rules.MAX_TOKENS
 
 _END = object()
 """Closes a node's arguments in a shape, so two nodes' arguments can never run together."""
+_CHILD = object()
+"""Stands in a shape for a node or list whose record comes later."""
 
 
 def shape(tree: exp.Expr) -> list[object] | None:
-    """The tree as a flat list, in preorder: each node's class, the keys of its present
-    arguments in their order, an end mark, then each argument's value (nodes recursively,
-    lists as their length then their items, anything else as its type and value).
+    """The tree as a flat list of records, a node's or a list's each: a node's class, then
+    for each of its present arguments in their order the key and the value, then an end
+    mark; a list's length, then its items. A value that is a string, a number, a flag or an
+    enum member is written in place as its type and value; a node or a list is written as a
+    child mark, its own record following later, after every record already due (first in,
+    first out).
 
     The encoding reads back unambiguously, so two trees have equal shapes exactly when they
     have the same classes and arguments in the same order (an argument set to ``None`` is an
     absent one: ``args.get`` reads them alike). Strings compare exactly, case and all, unlike
     sqlglot's own ``==``, which folds them. Comments and sqlglot's private metadata are no part
-    of what runs and are left out. One plain loop, no sorting: this runs twice per query.
+    of what runs and are left out. One plain loop, no sorting, the leaves written without a
+    trip through the queue: this runs twice per query.
 
     ``None`` when a node lies deeper than the walk's ``MAX_TREE_DEPTH`` (counting every
     level, so at least as deep as the walk counts): nodes the guard adds after its walk (a
@@ -66,27 +72,32 @@ def shape(tree: exp.Expr) -> list[object] | None:
     """
     flat: list[object] = []
     append = flat.append
-    stack: list[tuple[object, int]] = [(tree, 0)]
-    pop = stack.pop
-    while stack:
-        item, depth = pop()
-        kind = type(item)
-        if kind is list:
-            append(len(item))  # type: ignore[arg-type]
-            stack.extend((value, depth) for value in reversed(item))  # type: ignore[call-overload]
-        elif isinstance(item, exp.Expr):
-            if depth >= rules.MAX_TREE_DEPTH:
-                return None
-            append(kind)
-            values = []
-            for key, value in item.args.items():
-                if value is not None:
-                    append(key)
-                    values.append((value, depth + 1))
-            append(_END)
-            stack.extend(reversed(values))
-        else:  # a string, a number, a flag, an enum member: its type and value
-            append((kind, item))
+    due: list[tuple[object, int]] = [(tree, 0)]
+    later = due.append
+    expression, child, end, limit = exp.Expr, _CHILD, _END, rules.MAX_TREE_DEPTH
+    for item, depth in due:  # grows as it goes: the records still to write
+        if type(item) is list:
+            append(len(item))
+            for value in item:
+                if isinstance(value, expression) or type(value) is list:
+                    append(child)
+                    later((value, depth))
+                else:
+                    append((type(value), value))
+            continue
+        if depth >= limit:
+            return None
+        append(type(item))
+        for key, value in item.args.items():  # type: ignore[attr-defined]
+            if value is None:
+                continue
+            append(key)
+            if isinstance(value, expression) or type(value) is list:
+                append(child)
+                later((value, depth + 1))
+            else:
+                append((type(value), value))
+        append(end)
     return flat
 
 

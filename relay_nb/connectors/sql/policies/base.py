@@ -10,7 +10,7 @@ class, and what differs is a class attribute). Its parts:
   speak each other's function sets), and whether a function sqlglot does not know may run;
 - **rules**: ``(kind, function)`` pairs. The guard's walk gives every node a *kind*
   (``command``, ``statement``, ``select``, ``function``, ``table`` …, see
-  :func:`relay_nb.connectors.sql.guard._node_kind`) and calls each rule registered for it
+  :func:`relay_nb.connectors.sql.guard._class_facts`) and calls each rule registered for it
   with the node, the policy and the :class:`Findings` it adds violations to. A family adds
   a rule by listing it after the base's: ``rules = (*GuardPolicy.rules, ("table", mine))``;
 - **connector facts**: whether the database is an embedded file (error advice), whether it
@@ -136,8 +136,11 @@ def refuse_variable_assignment(node: exp.Expr, policy: type[GuardPolicy], found:
         found.add(*shared.STRUCTURAL_REFUSALS["variable"])
 
 
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def refuse_control_characters(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
-    if any(ord(char) < 32 or ord(char) == 127 for char in node.name):
+    if _CONTROL_CHARACTER.search(node.name):  # one C scan, not a generator step a character
         found.add(1, "unsafe_identifier", "names may not contain control characters")
 
 
