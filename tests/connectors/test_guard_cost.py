@@ -28,7 +28,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel
 
 from relay_nb.connectors.sql import guard_rules
-from relay_nb.connectors.sql.guard import _ITERATED_CHAINS, RULES, guard_query
+from relay_nb.connectors.sql.guard import RULES, guard_query
+from relay_nb.connectors.sql.guard_rules import ITERATED_CHAINS
 from relay_nb.connectors.sql.policies import FAMILIES
 from relay_nb.errors import UnsafeQueryError
 
@@ -254,11 +255,11 @@ def test_nesting_is_refused_the_same_way_whatever_the_recursion_limit() -> None:
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
 def test_the_chains_the_walk_does_not_count_are_generated_in_a_loop(family) -> None:
-    """``_ITERATED_CHAINS`` add no tree depth because sqlglot writes them iteratively; a
+    """``ITERATED_CHAINS`` add no tree depth because sqlglot writes them iteratively; a
     chain longer than the recursion limit shows it, in every family's generator."""
     engine = Dialect.get_or_raise(family.dialects[0])
     links = sys.getrecursionlimit() + 200
-    kinds = [c for c in _ITERATED_CHAINS if c is not exp.SetOperation]
+    kinds = [c for c in ITERATED_CHAINS if c is not exp.SetOperation]
     for kind in kinds:
         node: exp.Expr = exp.column("a")
         for _ in range(links):

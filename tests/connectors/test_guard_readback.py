@@ -184,3 +184,42 @@ def test_depth_the_guard_adds_after_its_walk_is_judged_by_the_full_pass(terms: i
     chain = "".join(" + 1" if i % 2 else " - 1" for i in range(terms))
     sql = f"SELECT length(repeat('x', customer_id)){chain} AS y FROM orders"
     same_outcome(sql, "duckdb", frozenset(("main", t) for t in SHOP), "main")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(
+    "chain",
+    [
+        " AND total > {n}",  # the analytic filter: thousands of conditions
+        " OR status = 's{n}'",
+        " + {n}",
+        " || 'x{n}'",
+        " + length(repeat('x', customer_id)) - {n}",  # a bounded count inside each link
+    ],
+)
+@pytest.mark.parametrize("links", [120, 255, 256, 600, 1_500])
+def test_long_chains_read_back_and_decide_as_two_passes_did(
+    dialect: str, chain: str, links: int
+) -> None:
+    """A chain of one kind adds no depth to the walk, nor to the read-back's depth: a long
+    WHERE reads back in one pass, and near and past the limits both decide alike."""
+    schema = SCHEMAS[dialect]
+    terms = "".join(chain.format(n=n) for n in range(links))
+    if chain.startswith((" AND", " OR")):
+        sql = f"SELECT id FROM orders WHERE id > 0{terms}"
+    else:
+        sql = f"SELECT customer_id{terms} AS y FROM orders"
+    same_outcome(sql, dialect, frozenset((schema, t) for t in SHOP), schema)
+
+
+def test_a_long_where_reads_back_in_one_pass() -> None:
+    """1,500 ANDed conditions nest 1,500 levels as sqlglot parses them, but add none to the
+    walk's depth: the read-back counts them alike, so no second pass runs."""
+    where = " AND ".join(f"(total > {n} OR status = 's{n}')" for n in range(1_500))
+    first, checked = guard._guard_once(
+        f"SELECT id FROM orders WHERE {where}", dialect="postgres",
+        allowed_tables={("public", "orders")}, default_schema="public", row_limit=ROW_LIMIT,
+        bounds=guard._INPUT,
+    )  # fmt: skip
+    assert checked is not None
+    assert reads_back(first.sql, checked, guard._dialect("postgres"), policy_for("postgres"))

@@ -258,14 +258,6 @@ def _walk(tree: exp.Expr, engine: Dialect, policy: type[GuardPolicy]) -> Finding
     return found
 
 
-_ITERATED_CHAINS = (
-    exp.And, exp.Or, exp.Add, exp.Sub, exp.Mul, exp.DPipe, exp.EQ, exp.NEQ, exp.GT, exp.GTE,
-    exp.LT, exp.LTE, exp.Is, exp.Like, exp.SetOperation,
-)  # fmt: skip
-"""Nodes sqlglot's generator writes in a loop when they chain with their own kind (``a AND b
-AND …``, ``… UNION ALL …``): a link between two of the same kind adds no level of recursion,
-so thousands of conditions or branches stay allowed (test_guard_cost.py checks the loop)."""
-
 _TOO_DEEP = (
     f"the query nests more than {rules.MAX_TREE_DEPTH} levels deep (subqueries, chained "
     "casts or field accesses); flatten it, e.g. with CTEs"
@@ -374,11 +366,11 @@ def _note_table(
 
 def _class_facts(cls: type[exp.Expr]) -> tuple[str, type[exp.Expr] | None]:
     """Which rule family a node class belongs to, and the class itself when it chains with
-    its own kind (:data:`_ITERATED_CHAINS`): kept per class, so the walk does one dict lookup
-    per node instead of ~150 ``isinstance`` checks."""
+    its own kind (:data:`~guard_rules.ITERATED_CHAINS`): kept per class, so the walk does one
+    dict lookup per node instead of ~150 ``isinstance`` checks."""
     kinds = (("command", rules.COMMAND_NODES), ("statement", _STATEMENT_CLASSES), *_KINDS)
     kind = next((kind for kind, classes in kinds if issubclass(cls, classes)), "")
-    facts = _CLASS_FACTS[cls] = (kind, cls if issubclass(cls, _ITERATED_CHAINS) else None)
+    facts = _CLASS_FACTS[cls] = (kind, cls if issubclass(cls, rules.ITERATED_CHAINS) else None)
     return facts
 
 

@@ -49,6 +49,9 @@ _END = object()
 """Closes a node's arguments in a shape, so two nodes' arguments can never run together."""
 _CHILD = object()
 """Stands in a shape for a node or list whose record comes later."""
+_CHAINS: dict[type, type | None] = {}
+"""Node class -> itself when it is one of :data:`~guard_rules.ITERATED_CHAINS`, else None."""
+_UNKNOWN = object()
 
 
 def shape(tree: exp.Expr) -> list[object] | None:
@@ -66,15 +69,18 @@ def shape(tree: exp.Expr) -> list[object] | None:
     of what runs and are left out. One plain loop, no sorting, the leaves written without a
     trip through the queue: this runs twice per query.
 
-    ``None`` when a node lies deeper than the walk's ``MAX_TREE_DEPTH`` (counting every
-    level, so at least as deep as the walk counts): nodes the guard adds after its walk (a
-    bounded count) may deepen a tree, and only the full second pass may judge that depth.
+    ``None`` when a node lies as deep as the walk's ``MAX_TREE_DEPTH``, counted as the walk
+    counts (a link of a chain of one kind, :data:`~guard_rules.ITERATED_CHAINS`, adds no
+    level; an item of a list one): nodes the guard adds after its walk (a bounded count) may
+    deepen a tree, and only the full second pass may judge that depth. A long ``WHERE a AND
+    b AND …`` reads back in one pass.
     """
     flat: list[object] = []
     append = flat.append
     due: list[tuple[object, int]] = [(tree, 0)]
     later = due.append
     expression, child, end, limit = exp.Expr, _CHILD, _END, rules.MAX_TREE_DEPTH
+    chains = _CHAINS
     for item, depth in due:  # grows as it goes: the records still to write
         if type(item) is list:
             append(len(item))
@@ -87,14 +93,18 @@ def shape(tree: exp.Expr) -> list[object] | None:
             continue
         if depth >= limit:
             return None
-        append(type(item))
+        kind = type(item)
+        append(kind)
+        chain = chains.get(kind, _UNKNOWN)
+        if chain is _UNKNOWN:
+            chain = chains[kind] = kind if issubclass(kind, rules.ITERATED_CHAINS) else None
         for key, value in item.args.items():  # type: ignore[attr-defined]
             if value is None:
                 continue
             append(key)
             if isinstance(value, expression) or type(value) is list:
                 append(child)
-                later((value, depth + 1))
+                later((value, depth if type(value) is chain else depth + 1))
             else:
                 append((type(value), value))
         append(end)

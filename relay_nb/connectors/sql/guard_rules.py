@@ -63,6 +63,7 @@ __all__ = [
     "MAX_SQL_CHARS",
     "MAX_SUBSCRIPT_TOKENS",
     "MAX_TOKENS",
+    "ITERATED_CHAINS",
     "MAX_TREE_DEPTH",
     "SELECT_CLAUSE_REFUSALS",
     "SAFE_FUNCTIONS",
@@ -179,6 +180,15 @@ kernel instead of being refused. Analytic queries stay far below it."""
 MAX_TREE_DEPTH = 256
 """Levels of the parsed tree, not counting the chains sqlglot generates iteratively (``a AND b
 AND c``, ``UNION`` branches): postfix chains (``x::int::int``, ``a.b.c``) nest without brackets."""
+
+ITERATED_CHAINS: tuple[type[exp.Expr], ...] = (
+    exp.And, exp.Or, exp.Add, exp.Sub, exp.Mul, exp.DPipe, exp.EQ, exp.NEQ, exp.GT, exp.GTE,
+    exp.LT, exp.LTE, exp.Is, exp.Like, exp.SetOperation,
+)  # fmt: skip
+"""Nodes sqlglot's generator writes in a loop when they chain with their own kind (``a AND b
+AND …``, ``… UNION ALL …``): a link between two of the same kind adds no level of recursion,
+so thousands of conditions or branches stay allowed (test_guard_cost.py checks the loop).
+The walk and the read-back count :data:`MAX_TREE_DEPTH` the same way with them."""
 
 MAX_SUBSCRIPT_TOKENS = 4_000
 """Tokens under array subscripts, summed over the subscripts: in dialects whose arrays start
