@@ -159,8 +159,9 @@ class Accountant:
     ) -> None:
         """Append the call's row; accounting problems never cost the user their answer.
 
-        An open SQLite ledger appends inline (a write to its log, ~20 µs); a first append or
-        a server's goes to a worker thread, so the concurrent turns of ``ask_many`` go on."""
+        An open SQLite ledger appends inline (a write to its log, ~20 µs). A first append, a
+        server's, or one that would wait for another process's write goes to a worker
+        thread, so the event loop (and ``ask_many``'s concurrent turns) go on."""
         if self.ledger is None:
             return
         try:
@@ -172,9 +173,8 @@ class Accountant:
                 notebook=self.notebook,
                 usage=priced,
             )
-            if self.ledger.appends_inline:
-                self.ledger.append(row)  # a thread hop would cost ten times the append
-            else:
+            # inline when that needs no wait: a thread hop costs ten times the append
+            if not self.ledger.append_without_waiting(row):
                 await asyncio.to_thread(self.ledger.append, row)
         except Exception as exc:
             logger.warning("could not record turn %s step %d: %r", turn_id, step, exc)

@@ -196,38 +196,54 @@ class UsageLedger:
         _OPEN_LEDGERS.add(self)
         return engine, table
 
-    @property
-    def appends_inline(self) -> bool:
-        """True once a SQLite file's ledger is open: an append is then a write to the log
-        (~20 µs) that an event loop can make itself. Before (the first append opens the file
-        and imports SQLAlchemy) or at a server, it belongs on a worker thread."""
-        return self._fast is not None
+    def append_without_waiting(self, row: LedgerRow) -> bool:
+        """Append on the caller's thread if that needs no wait; False when it would wait, so
+        the caller appends on a worker thread (:meth:`append`) instead.
+
+        For an event loop: an open SQLite file's append is a write to its log (~20 µs),
+        cheaper than a thread hop. It would wait when the file is not open yet (the first
+        append opens it and imports SQLAlchemy), at a server, while another thread appends,
+        and when another process (a second kernel, a report) holds the write lock: SQLite
+        would wait out its busy timeout, up to 10 s, with the loop stopped. True when the row
+        was handled, stored or (logged) refused, as :meth:`append` handles it.
+        """
+        if self._fast is None or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            fast = self._fast
+            if fast is None:  # closed meanwhile
+                return False
+            try:
+                fast.insert(_values(row), wait=False)
+            except Exception as exc:
+                if _busy(exc):
+                    return False
+                _log_refused(self.url, row, exc)
+                return True
+            self._appended += 1
+            self._arm_sync()
+            return True
+        finally:
+            self._lock.release()
 
     def append(self, row: LedgerRow) -> bool:
         """Record one call durably; False (and a logged warning) if storage failed.
 
         Never raises for storage errors: losing a ledger row must not lose the turn.
         """
-        values = row.model_dump()
-        values["timestamp"] = row.timestamp.replace(tzinfo=None)  # naive UTC: portable
+        values = _values(row)
         try:
             with self._lock:
                 engine, table = self._ready()
                 if self._fast is not None:
-                    self._fast.insert(values)
+                    self._fast.insert(values, wait=True)
                     self._appended += 1
                     self._arm_sync()
                 else:
                     with engine.begin() as conn:
                         conn.execute(table.insert(), values)  # one cached statement
         except Exception as exc:  # disk full, locked, unreachable, unwritable …
-            logger.warning(
-                "usage ledger %s: could not record a call for turn %s (%s: %s); the turn continues",
-                self.url,
-                row.turn_id,
-                type(exc).__name__,
-                redact(str(exc)),
-            )
+            _log_refused(self.url, row, exc)
             return False
         return True
 
@@ -401,11 +417,23 @@ class _SQLiteAppender:
         self._names = [column.name for column in columns]
         self._convert = [column.type.bind_processor(engine.dialect) for column in columns]
         self._connection = engine.raw_connection()  # held: appends never queue in the pool
+        self._waits = True
+        """Whether the connection waits out another writer's lock (its busy timeout)."""
         database = engine.url.database or ""
         self.log = Path(f"{database}-wal") if database and database != ":memory:" else None
         """The write-ahead log every committed row is in until a checkpoint moves it."""
 
-    def insert(self, values: dict[str, Any]) -> None:
+    def insert(self, values: dict[str, Any], *, wait: bool) -> None:
+        """Commit one row; ``wait``: for another process's write lock, up to the busy
+        timeout (else a busy file raises at once; the setting changes only when asked)."""
+        if wait is not self._waits:
+            busy_ms = _BUSY_TIMEOUT_S * 1000 if wait else 0
+            cursor = self._connection.cursor()
+            try:
+                cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            finally:
+                cursor.close()
+            self._waits = wait
         params = []
         for name, convert in zip(self._names, self._convert, strict=True):
             value = values.get(name)
@@ -458,11 +486,41 @@ def _fsync(path: Path | None) -> None:
         os.close(fd)
 
 
+def _values(row: LedgerRow) -> dict[str, Any]:
+    values = row.model_dump()
+    values["timestamp"] = row.timestamp.replace(tzinfo=None)  # naive UTC: portable
+    return values
+
+
+def _log_refused(url: str, row: LedgerRow, exc: Exception) -> None:
+    logger.warning(
+        "usage ledger %s: could not record a call for turn %s (%s: %s); the turn continues",
+        url,
+        row.turn_id,
+        type(exc).__name__,
+        redact(str(exc)),
+    )
+
+
+_SQLITE_BUSY_CODES = frozenset({5, 6})
+"""SQLITE_BUSY and SQLITE_LOCKED: another connection holds what the write needs."""
+
+
+def _busy(exc: Exception) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in _SQLITE_BUSY_CODES or (code is None and "locked" in str(exc))
+
+
+_BUSY_TIMEOUT_S = 10
+"""How long an append on a worker thread waits for another process's write."""
+
+
 def _connect_args(url: str) -> dict[str, Any]:
     # wait for another process's write instead of failing at once with "database is locked";
     # the held append connection is used by whichever thread appends (under the lock): a
     # first append on a worker thread, the later ones on the event loop's
-    return {"timeout": 10, "check_same_thread": False} if url.startswith("sqlite") else {}
+    sqlite = {"timeout": _BUSY_TIMEOUT_S, "check_same_thread": False}
+    return sqlite if url.startswith("sqlite") else {}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

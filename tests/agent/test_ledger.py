@@ -327,3 +327,55 @@ def test_the_fast_append_stores_what_sqlalchemy_would(tmp_path):
             stored.append(conn.execute("select * from relay_usage").fetchall())
     assert stored[0] == stored[1]
     assert stored[0][0][1] == "2026-03-01 23:30:05.123456"
+
+
+def test_an_append_on_the_event_loop_never_waits_for_another_writer(tmp_path):
+    """Another process holding the ledger's write lock (a second kernel mid-append, a
+    script that writes) must not stop the event loop for SQLite's busy timeout: the
+    accountant's append moves to a worker thread, waits its turn there, and lands."""
+    import asyncio
+    import time
+
+    from relay_nb.agent.accounting import Accountant
+
+    path = tmp_path / "usage.sqlite"
+    result = InvocationResult(
+        provider="anthropic", model="claude-sonnet-4-6", model_source="provider-reported",
+        output_text="", usage=Usage(input_tokens=5, output_tokens=2), latency_ms=1.0,
+        stop_reason="end_turn",
+    )  # fmt: skip
+    with UsageLedger(path) as led:
+        assert led.append(row(turn_id="opened"))  # the file is open: appends go inline
+        assert led.append_without_waiting(row(turn_id="inline"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # the write lock, held
+        started = time.monotonic()
+        assert led.append_without_waiting(row(turn_id="refused")) is False
+        assert time.monotonic() - started < 0.5
+
+        async def main() -> int:
+            ticks = 0
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0.01)
+
+            clock = asyncio.create_task(ticker())
+            accountant = Accountant(ledger=led)
+            record = asyncio.create_task(
+                accountant.record(result, result.usage, turn_id="waited", step=0)
+            )
+            await asyncio.sleep(0.6)
+            waiting = not record.done()
+            other.execute("COMMIT")
+            await asyncio.wait_for(record, 10)
+            clock.cancel()
+            assert waiting
+            return ticks
+
+        assert asyncio.run(main()) >= 20  # the loop ran on while the append waited
+        other.close()
+        assert list(led.rows()["turn_id"]) == ["opened", "inline", "waited"]
+        assert led.append_without_waiting(row(turn_id="after"))  # inline again
