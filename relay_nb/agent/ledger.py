@@ -54,6 +54,8 @@ _TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_w
 _GROUP_KEYS = ("day", "model", "notebook", "provider", "session_id", "turn_id", "finish_reason")
 SYNC_DELAY_S = 1.0
 """How long a SQLite ledger's committed rows may wait for the grouped fsync (see above)."""
+_BUSY_TIMEOUT_S = 10
+"""How long an append on a worker thread waits for another process's write."""
 
 
 class LedgerRow(BaseModel):
@@ -503,16 +505,15 @@ def _log_refused(url: str, row: LedgerRow, exc: Exception) -> None:
 
 
 _SQLITE_BUSY_CODES = frozenset({5, 6})
-"""SQLITE_BUSY and SQLITE_LOCKED: another connection holds what the write needs."""
+"""SQLITE_BUSY and SQLITE_LOCKED: another connection holds what the write needs. Python
+reports extended codes (SQLITE_BUSY_SNAPSHOT is 517): the primary code is the low byte."""
 
 
 def _busy(exc: Exception) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
-    return code in _SQLITE_BUSY_CODES or (code is None and "locked" in str(exc))
-
-
-_BUSY_TIMEOUT_S = 10
-"""How long an append on a worker thread waits for another process's write."""
+    if code is None:
+        return "locked" in str(exc) or "busy" in str(exc)
+    return (code & 0xFF) in _SQLITE_BUSY_CODES
 
 
 def _connect_args(url: str) -> dict[str, Any]:

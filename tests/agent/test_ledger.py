@@ -379,3 +379,18 @@ def test_an_append_on_the_event_loop_never_waits_for_another_writer(tmp_path):
         other.close()
         assert list(led.rows()["turn_id"]) == ["opened", "inline", "waited"]
         assert led.append_without_waiting(row(turn_id="after"))  # inline again
+
+
+@pytest.mark.parametrize(
+    ("code", "busy"),
+    [(5, True), (6, True), (261, True), (517, True), (262, True), (1, False), (19, False)],
+)
+def test_a_busy_file_is_told_by_its_primary_code(code: int, busy: bool) -> None:
+    """Python reports SQLite's extended codes (SQLITE_BUSY_SNAPSHOT 517, _RECOVERY 261,
+    SQLITE_LOCKED_SHAREDCACHE 262): busy by their low byte, so such a row goes to the
+    worker thread instead of being dropped as refused."""
+    from relay_nb.agent.ledger import _busy
+
+    error = sqlite3.OperationalError("database is busy")
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    assert _busy(error) is busy

@@ -24,9 +24,10 @@ from relay_nb.connectors.sql.guard import guard_query
 from relay_nb.connectors.sql.policies import Findings, GuardPolicy
 from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
 from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
+from relay_nb.connectors.sql.sizes.expansion import expansion
 from relay_nb.connectors.sql.sizes.model import TEXT_FACTOR, SizeLimits
 from relay_nb.connectors.sql.sizes.nodes import handler
-from relay_nb.connectors.sql.sizes.sizer import RULE, _expansion, _Sizer, bound_value_sizes
+from relay_nb.connectors.sql.sizes.sizer import RULE, _Sizer, bound_value_sizes
 from relay_nb.testing.seed import ALLOWED_TABLES
 
 __all__ = [
@@ -183,7 +184,7 @@ def unlisted(node: exp.Expr, sizer: _Sizer, dialect: str = "sqlite") -> bool:
     another function, and not a SQL construct it sizes itself (CASE, COALESCE, IIF, LIKE)."""
     if handler(type(node)).__name__ not in ("_func", "_binary") or not isinstance(node, exp.Func):
         return False
-    return sizer.rule(node) is None and _expansion(node, dialect) is None
+    return sizer.rule(node) is None and expansion(node, dialect) is None
 
 
 def generated_but_unsized(

@@ -223,3 +223,20 @@ def test_a_long_where_reads_back_in_one_pass() -> None:
     )  # fmt: skip
     assert checked is not None
     assert reads_back(first.sql, checked, guard._dialect("postgres"), policy_for("postgres"))
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "sqlite"])
+def test_a_long_union_is_decided_alike_at_any_stack_depth(dialect: str) -> None:
+    """The value-size rule sizes a UNION chain in a loop, as it does operator chains: with
+    recursion, 981 branches were refused or not by how deep the caller's stack was."""
+    schema = SCHEMAS[dialect]
+    sql = " UNION ALL ".join(["SELECT id FROM orders"] * 1_500)
+    allowed = frozenset((schema, t) for t in SHOP)
+
+    def at_depth(frames: int) -> Any:
+        if frames:
+            return at_depth(frames - 1)
+        return same_outcome(sql, dialect, allowed, schema)
+
+    assert at_depth(0) == at_depth(300)
+    assert at_depth(0)[0] == "accepted"

@@ -231,3 +231,18 @@ def test_typo_neighbours_are_every_vocabulary_word_one_edit_away() -> None:
     for probe in probes:
         expected = sorted(w for w in words if _one_edit_apart(w, probe))
         assert index.one_edit(probe) == expected, probe
+
+
+def test_a_very_long_word_is_not_tried_for_typos(monkeypatch) -> None:
+    """Each letter of a word is 72 strings one edit away, each as long as the word: a
+    6,000-character word (a pasted blob, a model's describe search) is never expanded."""
+    from relay_nb.connectors.sql import ranking
+    from relay_nb.connectors.sql.ranking import search_tables
+
+    tried: list[int] = []
+    real_edits = ranking._edits
+    monkeypatch.setattr(ranking, "_edits", lambda word: tried.append(len(word)) or real_edits(word))
+    catalog = _wide_catalog(50)
+    assert search_tables(catalog, "q7" * 3_000, 5) == []
+    assert search_tables(catalog, "shipmnet", 5)[0].name.startswith("shipment")
+    assert tried and max(tried) <= 64

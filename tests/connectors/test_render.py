@@ -357,3 +357,38 @@ def test_every_budget_keeps_its_promises_on_a_large_catalog(budget):
         assert rendered.text.splitlines()[-1].startswith(f"-- {rendered.omitted_count} more")
     else:
         assert len(rendered.text.splitlines()) == len(catalog.tables) + 1
+
+
+def test_a_render_is_a_value_and_asks_its_ranker_once():
+    """The omitted tables come from the ranking the render read, not from the ranker asked
+    again; equal renders compare equal and pickle; a ranker may yield its ranking, or name
+    a table twice (each left-out mention is counted, as before)."""
+    import pickle
+
+    catalog = _warehouse_catalog(40)
+    calls: list[int] = []
+
+    class Listing:
+        def rank(self, catalog: Catalog, question: str):
+            calls.append(1)
+            return [(t, 1.0 if i < 3 else 0.0) for i, t in enumerate(catalog.tables)]
+
+    class Yielding:
+        def rank(self, catalog: Catalog, question: str):
+            return ((t, 0.0) for t in catalog.tables)
+
+    class Repeating:
+        def rank(self, catalog: Catalog, question: str):
+            first, *others = catalog.tables
+            return [(first, 1.0), (first, 1.0), *((t, 0.0) for t in others)]
+
+    rendered = render_catalog(catalog, max_tokens=100, question="x", ranker=Listing())
+    assert rendered.omitted and rendered.omitted == rendered.omitted and len(calls) == 1
+    again = render_catalog(catalog, max_tokens=100, question="x", ranker=Listing())
+    assert rendered == again and pickle.loads(pickle.dumps(rendered)) == rendered
+    assert pickle.loads(pickle.dumps(again)).omitted == again.omitted
+    yielded = render_catalog(catalog, max_tokens=100, question="x", ranker=Yielding())
+    assert yielded.omitted_count == 40 - len(yielded.shown) == len(yielded.omitted)
+    repeated = render_catalog(catalog, max_tokens=60, question="x", ranker=Repeating())
+    assert catalog.tables[0].qualified_name in repeated.shown
+    assert repeated.omitted_count == len(repeated.omitted) == 40 - len(repeated.shown)

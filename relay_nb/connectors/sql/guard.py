@@ -247,7 +247,7 @@ def _walk(tree: exp.Expr, engine: Dialect, policy: type[GuardPolicy]) -> Finding
             continue  # nothing below is generated: the query is refused
         args = node.args
         with_ = args.get("with_")
-        if with_ is not None and isinstance(with_, exp.With):
+        if isinstance(with_, exp.With):
             scope = _push_ctes(with_, scope, depth, strategy, stack, recursive_terms)
         for value in args.values():
             if type(value) is list:
@@ -370,7 +370,7 @@ def _class_facts(cls: type[exp.Expr]) -> tuple[str, type[exp.Expr] | None]:
     dict lookup per node instead of ~150 ``isinstance`` checks."""
     kinds = (("command", rules.COMMAND_NODES), ("statement", _STATEMENT_CLASSES), *_KINDS)
     kind = next((kind for kind, classes in kinds if issubclass(cls, classes)), "")
-    facts = _CLASS_FACTS[cls] = (kind, cls if issubclass(cls, rules.ITERATED_CHAINS) else None)
+    facts = _CLASS_FACTS[cls] = (kind, rules.chain_class(cls))
     return facts
 
 

@@ -49,9 +49,6 @@ _END = object()
 """Closes a node's arguments in a shape, so two nodes' arguments can never run together."""
 _CHILD = object()
 """Stands in a shape for a node or list whose record comes later."""
-_CHAINS: dict[type, type | None] = {}
-"""Node class -> itself when it is one of :data:`~guard_rules.ITERATED_CHAINS`, else None."""
-_UNKNOWN = object()
 
 
 def shape(tree: exp.Expr) -> list[object] | None:
@@ -80,7 +77,7 @@ def shape(tree: exp.Expr) -> list[object] | None:
     due: list[tuple[object, int]] = [(tree, 0)]
     later = due.append
     expression, child, end, limit = exp.Expr, _CHILD, _END, rules.MAX_TREE_DEPTH
-    chains = _CHAINS
+    chain_class = rules.chain_class
     for item, depth in due:  # grows as it goes: the records still to write
         if type(item) is list:
             append(len(item))
@@ -95,9 +92,7 @@ def shape(tree: exp.Expr) -> list[object] | None:
             return None
         kind = type(item)
         append(kind)
-        chain = chains.get(kind, _UNKNOWN)
-        if chain is _UNKNOWN:
-            chain = chains[kind] = kind if issubclass(kind, rules.ITERATED_CHAINS) else None
+        chain = chain_class(kind)
         for key, value in item.args.items():  # type: ignore[attr-defined]
             if value is None:
                 continue

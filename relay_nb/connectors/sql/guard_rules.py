@@ -57,14 +57,15 @@ __all__ = [
     "FILE_FUNCTIONS",
     "FILE_PREFIXES",
     "FILE_WORDS",
+    "ITERATED_CHAINS",
     "PATH_LIKE_TABLE",
     "MAX_NESTING",
     "MAX_OUTPUT_CHARS",
     "MAX_SQL_CHARS",
     "MAX_SUBSCRIPT_TOKENS",
     "MAX_TOKENS",
-    "ITERATED_CHAINS",
     "MAX_TREE_DEPTH",
+    "chain_class",
     "SELECT_CLAUSE_REFUSALS",
     "SAFE_FUNCTIONS",
     "STATEMENT_KEYWORDS",
@@ -189,6 +190,19 @@ ITERATED_CHAINS: tuple[type[exp.Expr], ...] = (
 AND …``, ``… UNION ALL …``): a link between two of the same kind adds no level of recursion,
 so thousands of conditions or branches stay allowed (test_guard_cost.py checks the loop).
 The walk and the read-back count :data:`MAX_TREE_DEPTH` the same way with them."""
+
+_CHAIN_CLASSES: dict[type, type[exp.Expr] | None] = {}
+
+
+def chain_class(cls: type[exp.Expr]) -> type[exp.Expr] | None:
+    """``cls`` when its nodes chain with their own kind (:data:`ITERATED_CHAINS`), else
+    None: what the walk and the read-back ask of every node, kept per class."""
+    try:
+        return _CHAIN_CLASSES[cls]
+    except KeyError:
+        chain = _CHAIN_CLASSES[cls] = cls if issubclass(cls, ITERATED_CHAINS) else None
+        return chain
+
 
 MAX_SUBSCRIPT_TOKENS = 4_000
 """Tokens under array subscripts, summed over the subscripts: in dialects whose arrays start

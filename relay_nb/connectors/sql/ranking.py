@@ -12,7 +12,7 @@ and no network, and understands a question that names its data
 - by a **prefix** or an inflection (``european`` -> ``Europe``): half;
 - by a **synonym** from the built-in glossary (``client`` -> ``customers``, ``nation`` ->
   ``country``, ``dutch`` -> ``Netherlands``; :mod:`~relay_nb.connectors.sql.synonyms`): 0.8;
-- with a **typo** (``carr`` -> ``car``; one edit, for words of four letters or more, only
+- with a **typo** (``carr`` -> ``car``; one edit, for words of 4 to 64 letters, only
   when the word itself matches nothing): 0.6;
 
 each weight times how rare the word is in the catalog (a word in every table says little;
@@ -169,6 +169,14 @@ class Ranking(Sequence[tuple[TableInfo, float]]):
     def __len__(self) -> int:
         return len(self._tables)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same pairs as a list (``rank`` returned lists before)."""
+        if isinstance(other, Ranking | list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
     @overload
     def __getitem__(self, index: int) -> tuple[TableInfo, float]: ...
     @overload
@@ -232,6 +240,7 @@ class _Index:
                     self.neighbours.setdefault(target, set()).add(position)
         del self._by_column
         self.vocabulary = sorted(t for t in self.postings if len(t) >= 4)
+        self.longest = max(map(len, self.postings), default=0)
         self.known = frozenset(self.vocabulary)
         self._named: dict[str, dict[int, float]] = {}
         self._near: dict[str, list[str]] = {}
@@ -301,6 +310,8 @@ class _Index:
         Every string one edit away is generated and looked up: a few hundred set lookups a
         word, where a deletion index over a 10,000-table vocabulary cost 0.3 s to build.
         """
+        if len(term) > self.longest + 1 or len(term) > _TYPO_CHARS:
+            return []  # no word is one edit away, or too long a word to try: 72 edits a letter
         near = self._near.get(term)
         if near is None:
             postings = self.postings
@@ -312,6 +323,9 @@ class _Index:
         return near
 
 
+_TYPO_CHARS = 64
+"""Longer words are not tried for typos: each letter is 72 strings one edit away, each as
+long as the word (a 6,000-character word was 2.7 GB)."""
 _NEAR_KEPT = 4_096
 """Words whose one-edit neighbours an index keeps."""
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"

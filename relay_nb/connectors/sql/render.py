@@ -23,40 +23,80 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
-
 from relay_nb.connectors.sql.lines import LEGEND, PROFILED, CatalogLines
-from relay_nb.connectors.sql.ranking import SchemaRanker, per_catalog, ranked
+from relay_nb.connectors.sql.ranking import Ranking, SchemaRanker, per_catalog, ranked
 from relay_nb.connectors.sql.schema import Catalog, TableInfo
 from relay_nb.runtime.types import estimate_tokens
 
 __all__ = ["LEGEND", "RenderCache", "RenderedSchema", "estimate_tokens", "render_catalog"]
 
 
-class RenderedSchema(BaseModel):
-    """The rendered text and what it covers, so callers can report omissions honestly."""
+@dataclass(frozen=True)
+class RenderedSchema:
+    """The rendered text and what it covers, so callers can report omissions honestly.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    A plain frozen dataclass, not a model: it is built at every render and never crosses a
+    layer as data (the connectors keep only ``text``), and the omitted names are listed only
+    when asked (:attr:`omitted`). Equality and pickling use the values, the list included.
+    """
 
     text: str
     shown: tuple[str, ...]
     """Qualified names of the tables rendered, in catalog order."""
-    omitted_count: int = 0
+    omitted_count: int
     """How many tables were left out for the budget."""
     token_estimate: int
     """``ceil(len(text) / 4)``: an estimate, not a provider count."""
-    _omitted: Callable[[], tuple[str, ...]] | None = PrivateAttr(default=None)
+    _omitted: _Omitted | tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def omitted(self) -> tuple[str, ...]:
         """Qualified names of the tables left out for the budget, most relevant first.
 
-        Listed when asked, not at each render: on 10,000 tables the list is the one part of a
-        render that costs a pass over the catalog, and the prompt names only the first few.
+        Listed when asked, from the ranking the render read (the ranker is not asked again):
+        on 10,000 tables the list is the one part of a render that costs a pass over the
+        catalog, and the prompt names only the first few.
         """
-        return self._omitted() if self._omitted is not None else ()
+        omitted = self._omitted
+        return omitted.all() if isinstance(omitted, _Omitted) else omitted
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.text, self.shown, self.omitted_count, self.token_estimate, self.omitted)
+        return (RenderedSchema, fields)
+
+
+class _Omitted:
+    """The tables a ranked render left out, in rank order: those packing passed over, then
+    the rest of the ranking, read only as far as asked. The omission line reads the first
+    few (:meth:`names`); :attr:`RenderedSchema.omitted` reads the rest, once."""
+
+    def __init__(
+        self,
+        passed: list[TableInfo],
+        rest: Iterator[tuple[TableInfo, float]],
+        shown: Mapping[str, str],
+    ) -> None:
+        self._pending: Iterator[TableInfo] = itertools.chain(passed, (t for t, _ in rest))
+        self._shown = shown
+        self._read: list[str] = []
+        self._all: tuple[str, ...] | None = None
+
+    def names(self, lines: CatalogLines) -> Iterator[str]:
+        """The omitted tables' names as the omission line writes them."""
+        for table in self._pending:
+            if (key := table.qualified_name) not in self._shown:
+                self._read.append(key)
+                yield lines.name(table, key)
+
+    def all(self) -> tuple[str, ...]:
+        if self._all is None:
+            shown = self._shown
+            self._read += [t.qualified_name for t in self._pending if t.qualified_name not in shown]
+            self._all = tuple(self._read)
+        return self._all
 
 
 _LINES: dict[Any, tuple[Any, Any]] = {}
@@ -151,6 +191,8 @@ def _render_ranked(
     """
     budget_chars = max_tokens * 4
     ranking = ranked(catalog, question, ranker)
+    if not isinstance(ranking, Sequence):  # a ranker that yields its ranking
+        ranking = list(ranking)
     reserve = budget_chars // 4  # at most; a line naming every table is at least that long
     if lines.names_floor < budget_chars and lines.names_chars < budget_chars:
         tables = catalog.tables  # the names could fit: reserve what they take
@@ -164,22 +206,19 @@ def _render_ranked(
     names = sorted(shown, key=lines.positions.__getitem__)  # catalog order
     body = [LEGEND, *(shown[name] for name in names)]
     room = budget_chars - len("\n".join(body)) - 1
-    count = len(ranking) - len(shown)
-    omitted = _omitted_names(passed, rest, shown, lines)
-    body.append(_omitted_line(omitted, count, describe_tool, room))
-    result = _result("\n".join(body), tuple(names), count)
-    result._omitted = lambda: tuple(
-        name
-        for t, _ in ranked(catalog, question, ranker)
-        if (name := t.qualified_name) not in shown
-    )
-    return result
+    if isinstance(ranking, Ranking):  # every table once: what is not shown is left out
+        count = len(ranking) - len(shown)
+    else:  # a plugged-in ranker's list may name a table twice
+        count = sum(1 for table, _ in ranking if table.qualified_name not in shown)
+    omitted = _Omitted(passed, rest, shown)
+    body.append(_omitted_line(omitted.names(lines), count, describe_tool, room))
+    return _result("\n".join(body), tuple(names), count, omitted)
 
 
-def _result(text: str, shown: tuple[str, ...], omitted: int = 0) -> RenderedSchema:
-    return RenderedSchema(
-        text=text, shown=shown, omitted_count=omitted, token_estimate=estimate_tokens(text)
-    )
+def _result(
+    text: str, shown: tuple[str, ...], count: int = 0, omitted: _Omitted | None = None
+) -> RenderedSchema:
+    return RenderedSchema(text, shown, count, estimate_tokens(text), omitted or ())
 
 
 def _pack(
@@ -207,20 +246,6 @@ def _pack(
         else:
             passed.append(table)
     return shown, passed
-
-
-def _omitted_names(
-    passed: list[TableInfo],
-    rest: Iterator[tuple[TableInfo, float]],
-    shown: dict[str, str],
-    lines: CatalogLines,
-) -> Iterator[str]:
-    """The names of the tables not shown, in rank order: those packing passed over, then the
-    rest of the ranking, read only as far as the omission line lists them."""
-    name = lines.name
-    for table in itertools.chain(passed, (table for table, _ in rest)):
-        if (key := table.qualified_name) not in shown:
-            yield name(table, key)
 
 
 def _omitted_line(

@@ -11,6 +11,7 @@ table of functions and limits, the guard runs it once on the whole tree. The par
   with :mod:`patterns` (format strings, replace), :mod:`series` and :mod:`text` (printed and
   escaped text) for the larger kinds;
 - :mod:`counts`: counts taken from the data (``repeat(x, n)``), bounded or rewritten;
+- :mod:`expansion`: functions the dialect writes out as other SQL, sized as that SQL;
 - :mod:`scope` and :mod:`steps`: relations in scope, and growth across recursive steps.
 """
 

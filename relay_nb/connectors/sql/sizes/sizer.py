@@ -36,16 +36,14 @@ rewritten counts read back as bounded).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel
 
 from relay_nb.connectors.sql.guard_text import fold
-from relay_nb.connectors.sql.sizes import counts
 from relay_nb.connectors.sql.sizes.call import Call
+from relay_nb.connectors.sql.sizes.expansion import PLACEHOLDER, expansion
 from relay_nb.connectors.sql.sizes.kinds import KINDS
 from relay_nb.connectors.sql.sizes.model import (
     FIXED,
@@ -250,14 +248,29 @@ class _Sizer:
         if isinstance(with_, exp.With):
             self.ctes(with_, inner)
         if isinstance(node, exp.SetOperation):
-            rel = self.query(node.this, inner).union(self.query(node.expression, inner))
-            self.rest(node, inner, skip={"this", "expression", "with_"})
-            return rel
+            return self.set_operation(node, inner)
         if isinstance(node, exp.Select):
             return self.select(node, inner)
         if isinstance(node, exp.Values):
             return self.values(node, inner)
         return Rel(rest=self.value(node, inner))
+
+    def set_operation(self, node: exp.SetOperation, scope: Scope) -> Rel:
+        """``a UNION ALL b UNION ALL …`` nests as deep as it is long: sized in a loop down its
+        left side (each branch in a scope of its own, as recursion gave it), so a long chain
+        is decided the same at any depth of the caller's stack."""
+        chain = [(node, scope)]
+        while isinstance(left := chain[-1][0].this, exp.SetOperation) and not isinstance(
+            left.args.get("with_"), exp.With
+        ):
+            self.mark(left)
+            chain.append((left, chain[-1][1].child()))
+        bottom, inner = chain[-1]
+        rel = self.query(bottom.this, inner)
+        for link, inner in reversed(chain):
+            rel = rel.union(self.query(link.expression, inner))
+            self.rest(link, inner, skip={"this", "expression", "with_"})
+        return rel
 
     def ctes(self, with_: exp.With, scope: Scope) -> None:
         self.mark(with_)
@@ -432,7 +445,7 @@ class _Sizer:
         name = _name(node)
         rule = self.rule(node)
         if rule is None and receiver is None and self.dialect and not _is_anonymous(node):
-            expanded = _expansion(node, self.dialect)
+            expanded = expansion(node, self.dialect)
             if expanded is not None:
                 return self.expanded(node, *expanded, scope)
         vals = [Val(Size()) if isinstance(a, exp.Lambda) else self.value(a, scope) for a in args]
@@ -443,13 +456,13 @@ class _Sizer:
     def expanded(
         self, node: exp.Func, tree: exp.Expr, stand_ins: list[exp.Expr], scope: Scope
     ) -> Val:
-        """Size the SQL a function is generated as (see :func:`_expansion`)."""
+        """Size the SQL a function is generated as (:mod:`.expansion`)."""
         for arg in node.iter_expressions():
             if not any(arg is stand_in for stand_in in stand_ins):
                 self.mark(arg)  # constants copied into the template
         vals = [self.value(arg, scope) for arg in stand_ins]
         params = [
-            Lambda(_PLACEHOLDER.format(index), val, Size(1), val.size)
+            Lambda(PLACEHOLDER.format(index), val, Size(1), val.size)
             for index, val in enumerate(vals)
         ]
         before = tree.sql(dialect=self.dialect)
@@ -549,53 +562,3 @@ _PASS_THROUGH = (
 _ARITHMETIC = (exp.Add, exp.Sub)
 """Sums of numbers build nothing; sized like list additions (they may be), summed only for
 lists: otherwise ``a + b + … + z`` would count every partial sum."""
-
-
-# --------------------------------------------------------------------------------------------
-# Functions sqlglot writes out as other SQL: size what will run, not what was parsed
-#
-# The parser knows hundreds of functions from other dialects, and the DuckDB generator emits
-# many of them as DuckDB SQL of another shape: space(n) becomes REPEAT(' ', n),
-# generate_date_array(a, b) GENERATE_SERIES(a, b, INTERVAL '1' DAY), randstr(n, s) a subquery
-# over generate_series(1, n). A function the family's table does not list is generated once
-# with its non-constant arguments replaced by placeholders; when what comes out is another
-# function, that SQL is sized instead, the placeholders bound to the arguments' sizes like
-# lambda parameters. Constant arguments stay in: transpilation may depend on them.
-
-_PLACEHOLDER = "__relay_arg{}"
-
-_KEPT = (exp.Literal, exp.Null, exp.Boolean, exp.Var, exp.DataType, exp.Interval, exp.Star)
-
-
-def _expansion(node: exp.Func, dialect: str) -> tuple[exp.Expr, list[exp.Expr]] | None:
-    """The SQL ``node`` is generated as when it is another function (placeholders for its
-    non-constant arguments, which are returned in placeholder order), or ``None``."""
-    stand_ins: list[exp.Expr] = []
-    values: dict[str, object] = {}
-    for key, value in node.args.items():
-        if isinstance(value, exp.Expr):
-            values[key] = _stand_in(value, stand_ins)
-        elif isinstance(value, list):
-            values[key] = [_stand_in(v, stand_ins) if isinstance(v, exp.Expr) else v for v in value]
-        else:
-            values[key] = value
-    shallow = type(node)(**values)
-    template = _template(shallow.sql(dialect=dialect, unsupported_level=ErrorLevel.IGNORE), dialect)
-    if template is None or type(template) is type(node):
-        return None
-    return template.copy(), stand_ins
-
-
-def _stand_in(value: exp.Expr, stand_ins: list[exp.Expr]) -> exp.Expr:
-    if isinstance(value, _KEPT) or counts.constant(value):
-        return value.copy()
-    stand_ins.append(value)
-    return exp.column(_PLACEHOLDER.format(len(stand_ins) - 1))
-
-
-@lru_cache(maxsize=512)
-def _template(sql: str, dialect: str) -> exp.Expr | None:
-    try:
-        return sqlglot.parse_one(sql, read=dialect)
-    except Exception:  # the guard refuses what cannot be generated and parsed again
-        return None
