@@ -30,6 +30,8 @@ from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, ForeignKey, Tabl
 
 __all__ = [
     "LEGEND",
+    "PROFILED",
+    "STEPS",
     "CatalogLines",
     "TableLine",
     "display_name",
@@ -54,6 +56,8 @@ STEPS = (
 )
 """What each degradation step keeps, cheapest loss first; the last is the bare line."""
 PROFILED = {"table_comments": False, "column_comments": False, "profiles": True}
+"""How a ranked render writes a table the question scored: its profile kept (the values it
+may have been found by), its comments left to describe."""
 
 
 @dataclass(frozen=True)
