@@ -10,7 +10,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from relay_nb.connectors.sql.lines import display_name, fk_target, ident, literal, quoted
+from relay_nb.connectors.sql.lines import (
+    display_name,
+    fk_target,
+    ident,
+    literal,
+    quoted,
+    single_column_fks,
+)
 from relay_nb.connectors.sql.ranking import SchemaRanker, search_tables
 from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 
@@ -55,7 +62,7 @@ def _describe_one(catalog: Catalog, table: TableInfo) -> str:
     where = f", schema {table.schema_name}" if table.schema_name else ""
     head = f"{display_name(catalog, table)} ({table.kind}{where}, {len(table.columns)} columns)"
     lines = [head + (f" -- {quoted(table.comment, 400)}" if table.comment else "")]
-    single_fk = {fk.columns[0]: fk for fk in table.foreign_keys if len(fk.columns) == 1}
+    single_fk = single_column_fks(table)
     for column in table.columns:
         text = f"  {ident(column.name, catalog.dialect)} {column.type or '(untyped)'}"
         text += " null" if column.nullable else " not null"

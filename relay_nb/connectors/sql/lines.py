@@ -39,6 +39,7 @@ __all__ = [
     "ident",
     "literal",
     "quoted",
+    "single_column_fks",
 ]
 
 LEGEND = "-- ? marks nullable columns"
@@ -199,7 +200,7 @@ def _line(
     samples: Mapping[str, Sequence[str]],
     sample_chars: int,
 ) -> TableLine:
-    single_fk = {fk.columns[0]: fk for fk in table.foreign_keys if len(fk.columns) == 1}
+    single_fk = single_column_fks(table)
     pieces = [
         _column_piece(catalog, table, column, single_fk.get(column.name), samples, sample_chars)
         for column in table.columns
@@ -219,11 +220,7 @@ def _bare(
     """``TableLine.text`` at the bare step, from cached column pieces: built for every table
     of the catalog, where the full line is built for the few a render shows."""
     dialect, view = catalog.dialect, table.kind == "view"
-    single_fk = (
-        {fk.columns[0]: fk for fk in table.foreign_keys if len(fk.columns) == 1}
-        if table.foreign_keys
-        else {}
-    )
+    single_fk = single_column_fks(table) if table.foreign_keys else {}
     pieces = []
     for column in table.columns:
         text = _structure(
@@ -236,6 +233,12 @@ def _bare(
         pieces.append(text)
     pieces += _composite_fks(catalog, table)
     return f"{'view ' if view else ''}{display_name(catalog, table)}({', '.join(pieces)})"
+
+
+def single_column_fks(table: TableInfo) -> dict[str, ForeignKey]:
+    """The table's one-column foreign keys, by their column: written on the column itself
+    (``customer_id int → customers.id``); a composite key gets an entry of its own."""
+    return {fk.columns[0]: fk for fk in table.foreign_keys if len(fk.columns) == 1}
 
 
 def _composite_fks(catalog: Catalog, table: TableInfo) -> list[str]:

@@ -223,12 +223,12 @@ class _Index:
         self.postings: dict[str, dict[int, float]] = {}
         self.tables = max(1, len(catalog.tables))
         positions: dict[tuple[str, str], int] = {}
-        self._by_column: dict[str, list[dict[int, float]]] = {}
-        """Column name -> the postings its terms go to, while the index is built."""
+        by_column: dict[str, list[dict[int, float]]] = {}
+        """Column name -> the postings its terms go to (warehouses repeat their columns)."""
         self.neighbours: dict[int, set[int]] = {}
         """Table position -> the tables a foreign key joins it to (most have none)."""
         for position, table in enumerate(catalog.tables):
-            self._add(position, table, values=values)
+            self._add(position, table, by_column, values=values)
             for fk in table.foreign_keys:
                 if not positions:  # only a catalog with foreign keys needs them
                     positions.update(
@@ -238,14 +238,20 @@ class _Index:
                 if target is not None and target != position:
                     self.neighbours.setdefault(position, set()).add(target)
                     self.neighbours.setdefault(target, set()).add(position)
-        del self._by_column
         self.vocabulary = sorted(t for t in self.postings if len(t) >= 4)
         self.longest = max(map(len, self.postings), default=0)
         self.known = frozenset(self.vocabulary)
         self._named: dict[str, dict[int, float]] = {}
         self._near: dict[str, list[str]] = {}
 
-    def _add(self, position: int, table: TableInfo, *, values: bool) -> None:
+    def _add(
+        self,
+        position: int,
+        table: TableInfo,
+        by_column: dict[str, list[dict[int, float]]],
+        *,
+        values: bool,
+    ) -> None:
         """A table's terms, each at the best weight its fields give it (a 10,000 x 20
         catalog is 200,000 columns: this loop is the index)."""
         postings = self.postings
@@ -253,10 +259,9 @@ class _Index:
             postings.setdefault(term, {}).setdefault(position, _NAME)
         shown: list[str] = []
         comments = [table.comment] if table.comment else []
-        by_column = self._by_column
         for column in table.columns:
             targets = by_column.get(column.name)
-            if targets is None:  # warehouses repeat their column names across tables
+            if targets is None:
                 targets = by_column[column.name] = [
                     postings.setdefault(term, {}) for term in name_terms(column.name)
                 ]
