@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from relay_nb.connectors.sql.guard import guard_query
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.query import guard_query
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "connectors" / "corpus"
 DIALECTS = ("sqlite", "duckdb", "postgres", "mysql")

@@ -22,10 +22,10 @@ import time
 from typing import Any
 
 from benchmarks.guard import SCHEMAS, TABLES, _for, _load
-from relay_nb.connectors.sql import guard
-from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.catalog.model import Catalog, ColumnInfo, TableInfo
+from relay_nb.sql.guard import query as guard
+from relay_nb.sql.guard.query import guard_query
 
 SIZES = (1, 10_000)
 RUNS = 300

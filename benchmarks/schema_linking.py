@@ -31,7 +31,7 @@ from pathlib import Path
 
 from benchmarks import warehouse
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.connectors.sql.ranking import LexicalRanker
+from relay_nb.sql.prompt.ranking import LexicalRanker
 
 BUDGETS = (1000, 4000, 72000)
 BEFORE = LexicalRanker(values=False, synonyms=False, typos=False, rarity=False)

@@ -20,14 +20,14 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.policies import Findings, GuardPolicy
-from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
-from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
-from relay_nb.connectors.sql.sizes.expansion import expansion
-from relay_nb.connectors.sql.sizes.model import TEXT_FACTOR, SizeLimits
-from relay_nb.connectors.sql.sizes.nodes import handler
-from relay_nb.connectors.sql.sizes.sizer import RULE, _Sizer, bound_value_sizes
+from relay_nb.sql.guard.policies import Findings, GuardPolicy
+from relay_nb.sql.guard.policies.duckdb import DuckDBPolicy
+from relay_nb.sql.guard.policies.sqlite import SQLitePolicy
+from relay_nb.sql.guard.query import guard_query
+from relay_nb.sql.guard.sizes.expansion import expansion
+from relay_nb.sql.guard.sizes.model import TEXT_FACTOR, SizeLimits
+from relay_nb.sql.guard.sizes.nodes import handler
+from relay_nb.sql.guard.sizes.sizer import RULE, _Sizer, bound_value_sizes
 from relay_nb.testing.seed import ALLOWED_TABLES
 
 __all__ = [

@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.sql.introspect import fingerprint, introspect
-from relay_nb.connectors.sql.render import render_catalog
+from relay_nb.sql.prompt.render import render_catalog
 from relay_nb.testing.seed import drop_scratch_database
 
 # (what changes, the DDL per engine, how the new catalog shows it); None: not expressible

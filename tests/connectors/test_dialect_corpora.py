@@ -22,11 +22,11 @@ import yaml
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from relay_nb.connectors.sql.guard import _dialect, guard_query
-from relay_nb.connectors.sql.guard_limit import apply_limit, cap_per_group_limit
-from relay_nb.connectors.sql.policies import policy_for
-from relay_nb.connectors.sql.policies.as_written import keep_as_written
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.limit import apply_limit, cap_per_group_limit
+from relay_nb.sql.guard.policies import policy_for
+from relay_nb.sql.guard.policies.as_written import keep_as_written
+from relay_nb.sql.guard.query import _dialect, guard_query
 
 CORPUS = Path(__file__).parent / "corpus" / "dialects"
 FAMILIES = ("snowflake", "bigquery", "redshift", "trino", "databricks", "clickhouse")

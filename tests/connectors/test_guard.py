@@ -22,9 +22,9 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard_rules
-from relay_nb.connectors.sql.guard import RULES, GuardedQuery, guard_query
 from relay_nb.errors import ConfigurationError, UnsafeQueryError
+from relay_nb.sql.guard import rules as guard_rules
+from relay_nb.sql.guard.query import RULES, GuardedQuery, guard_query
 
 CORPUS = Path(__file__).with_name("corpus")
 DIALECTS = ("sqlite", "duckdb", "postgres", "mysql")
@@ -483,8 +483,8 @@ def test_guarded_query_is_frozen():
 def test_standard_sqlglot_functions_are_not_denied():
     """Only the intended typed functions are refused: the denylists have no false positives
     among the ~570 functions sqlglot models (COUNT, DATE_TRUNC, PARSE_URL …), in no family."""
-    from relay_nb.connectors.sql.policies import FAMILIES
-    from relay_nb.connectors.sql.policies import base as module
+    from relay_nb.sql.guard.policies import FAMILIES
+    from relay_nb.sql.guard.policies import base as module
 
     def subclasses(cls: type) -> set[type]:
         return {s for c in cls.__subclasses__() for s in {c, *subclasses(c)}}

@@ -1,4 +1,4 @@
-"""Catalog lookups around the allowlist (relay_nb/connectors/sql/guard_catalog.py).
+"""Catalog lookups around the allowlist (relay_nb/sql/guard/lookups.py).
 
 * every ``catalog-*`` payload of the adversarial corpus is first run as the database's
   owner and shown to reveal something about a table the allowlist hides (its comment, its
@@ -20,10 +20,11 @@ import sqlalchemy as sa
 import yaml
 from sqlalchemy.pool import NullPool
 
-from relay_nb.connectors.sql import guard_catalog, guard_rules
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.connectors.sql.guard import guard_query
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard import lookups as guard_catalog
+from relay_nb.sql.guard import rules as guard_rules
+from relay_nb.sql.guard.query import guard_query
 from relay_nb.testing.seed import ALLOWED_TABLES, drop_scratch_database
 
 CORPUS = Path(__file__).with_name("corpus")
@@ -232,8 +233,8 @@ def _duckdb_oid(con) -> int:
 def test_the_allowlist_is_built_once_per_catalog_and_again_when_it_changes() -> None:
     """Issue 22: the guard's cost must not grow with the catalog. A catalog hands the same
     allowlist object to every query; the guard folds it for its dialect once."""
-    from relay_nb.connectors.sql import guard as guard_module
-    from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
+    from relay_nb.sql.catalog.model import Catalog, ColumnInfo, TableInfo
+    from relay_nb.sql.guard import query as guard_module
 
     def table(name: str) -> TableInfo:
         return TableInfo(

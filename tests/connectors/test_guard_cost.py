@@ -27,11 +27,11 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel
 
-from relay_nb.connectors.sql import guard_rules
-from relay_nb.connectors.sql.guard import RULES, guard_query
-from relay_nb.connectors.sql.guard_rules import ITERATED_CHAINS
-from relay_nb.connectors.sql.policies import FAMILIES
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard import rules as guard_rules
+from relay_nb.sql.guard.policies import FAMILIES
+from relay_nb.sql.guard.query import RULES, guard_query
+from relay_nb.sql.guard.rules import ITERATED_CHAINS
 
 PEAK_MB = 128
 SECONDS = 10.0

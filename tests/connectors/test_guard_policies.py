@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from relay_nb.connectors.sql import policies
-from relay_nb.connectors.sql.dialects import _SQLALCHEMY_TO_SQLGLOT
-from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.policies import FAMILIES, PlainReadPolicy, policy_for
-from relay_nb.connectors.sql.policies.snowflake import SnowflakePolicy, refuse_stages
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.dialects import _SQLALCHEMY_TO_SQLGLOT
+from relay_nb.sql.guard import policies
+from relay_nb.sql.guard.policies import FAMILIES, PlainReadPolicy, policy_for
+from relay_nb.sql.guard.policies.snowflake import SnowflakePolicy, refuse_stages
+from relay_nb.sql.guard.query import guard_query
 
 TABLES = {(None, "orders"), (None, "customers"), ("public", "orders"), ("public", "customers")}
 TABLES |= {(s, t.upper()) for s, t in list(TABLES)} | {(s and s.upper(), t) for s, t in TABLES}

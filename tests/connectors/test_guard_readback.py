@@ -26,11 +26,11 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from relay_nb.connectors.sql import guard
-from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.guard_readback import reads_back, shape
-from relay_nb.connectors.sql.policies import policy_for
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard import query as guard
+from relay_nb.sql.guard.policies import policy_for
+from relay_nb.sql.guard.query import guard_query
+from relay_nb.sql.guard.readback import reads_back, shape
 
 CORPUS = Path(__file__).parent / "corpus"
 DIALECTS = ("sqlite", "duckdb", "postgres", "mysql")

@@ -2,7 +2,7 @@
 
 DuckDB runs in the analyst's kernel; ``SELECT repeat('x', 2000000000)`` would allocate 4 GB in
 one scalar call that no memory limit or interrupt stops. The rule bounds every value a query
-builds from the parsed tree (:mod:`relay_nb.connectors.sql.sizes.sizer`). Here:
+builds from the parsed tree (:mod:`relay_nb.sql.guard.sizes.sizer`). Here:
 
 * every payload of ``corpus/value_sizes.yaml`` and the unit cases are refused;
 * counts that are not literals are rewritten so that results under the bound are unchanged,
@@ -30,14 +30,14 @@ import sqlglot
 import yaml
 from size_support import GENERATE, ROW_LIMIT, accepted, guarded, refusal, sized
 
-from relay_nb.connectors.sql.policies.clickhouse import ClickHousePolicy
-from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
 from relay_nb.connectors.sql.readonly import build_engine, run_read_only
-from relay_nb.connectors.sql.sizes.counts import count_bound
-from relay_nb.connectors.sql.sizes.kinds import KINDS
-from relay_nb.connectors.sql.sizes.model import Quadratic, Size, SizeLimits, Val
-from relay_nb.connectors.sql.sizes.sizer import RULE
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.policies.clickhouse import ClickHousePolicy
+from relay_nb.sql.guard.policies.duckdb import DuckDBPolicy
+from relay_nb.sql.guard.sizes.counts import count_bound
+from relay_nb.sql.guard.sizes.kinds import KINDS
+from relay_nb.sql.guard.sizes.model import Quadratic, Size, SizeLimits, Val
+from relay_nb.sql.guard.sizes.sizer import RULE
 
 CORPUS = Path(__file__).with_name("corpus") / "value_sizes.yaml"
 

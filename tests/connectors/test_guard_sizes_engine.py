@@ -25,9 +25,9 @@ from size_support import (
     unlisted,
 )
 
-from relay_nb.connectors.sql.policies.duckdb import DuckDBPolicy
-from relay_nb.connectors.sql.sizes.sizer import RULE
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.policies.duckdb import DuckDBPolicy
+from relay_nb.sql.guard.sizes.sizer import RULE
 
 
 def _variable_size_functions() -> dict[str, set[int]]:

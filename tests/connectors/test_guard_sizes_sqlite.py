@@ -43,14 +43,14 @@ from size_support import (
     unlisted,
 )
 
-from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.policies.sqlite import SQLitePolicy
 from relay_nb.connectors.sql.readonly import build_engine, run_read_only
-from relay_nb.connectors.sql.sizes.kinds import KINDS
-from relay_nb.connectors.sql.sizes.model import SizeLimits, as_text
-from relay_nb.connectors.sql.sizes.scope import Scope
-from relay_nb.connectors.sql.sizes.sizer import RULE
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.policies.sqlite import SQLitePolicy
+from relay_nb.sql.guard.query import guard_query
+from relay_nb.sql.guard.sizes.kinds import KINDS
+from relay_nb.sql.guard.sizes.model import SizeLimits, as_text
+from relay_nb.sql.guard.sizes.scope import Scope
+from relay_nb.sql.guard.sizes.sizer import RULE
 
 SQLITE = SQLitePolicy
 CORPUS = Path(__file__).with_name("corpus") / "value_sizes.yaml"

@@ -16,11 +16,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
-from relay_nb.connectors.sql import introspect_generic
+from relay_nb.connectors.sql.introspect import generic as introspect_generic
 from relay_nb.connectors.sql.introspect import introspect
-from relay_nb.connectors.sql.introspect_common import CatalogBuilder, compact_type
-from relay_nb.connectors.sql.schema import Catalog, TableInfo
+from relay_nb.connectors.sql.introspect.common import CatalogBuilder, compact_type
 from relay_nb.errors import ConfigurationError
+from relay_nb.sql.catalog.model import Catalog, TableInfo
 from relay_nb.testing.seed import drop_scratch_database
 
 # (name, nullable, primary key) per column, in declaration order

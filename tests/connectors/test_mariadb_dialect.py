@@ -1,4 +1,4 @@
-"""MariaDB as a dialect of its own (relay_nb/connectors/sql/dialects.py).
+"""MariaDB as a dialect of its own (relay_nb/sql/dialects.py).
 
 sqlglot 30 has no MariaDB: its MySQL dialect writes MySQL 8, so ``name REGEXP 'x'`` came back
 from the guard as ``REGEXP_LIKE(name, 'x')``, which MariaDB does not have. The connector
@@ -15,11 +15,11 @@ from sqlalchemy.pool import NullPool
 from sqlglot.dialects.dialect import Dialect
 
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.connectors.sql.dialects import MariaDB, guard_dialect
-from relay_nb.connectors.sql.guard import guard_query
-from relay_nb.connectors.sql.policies import policy_for
-from relay_nb.connectors.sql.policies.mysql import MySQLPolicy
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.dialects import MariaDB, guard_dialect
+from relay_nb.sql.guard.policies import policy_for
+from relay_nb.sql.guard.policies.mysql import MySQLPolicy
+from relay_nb.sql.guard.query import guard_query
 from relay_nb.testing.seed import ALLOWED_TABLES
 
 TABLES = {("shop", "customers"), ("shop", "orders"), ("shop", "products")}

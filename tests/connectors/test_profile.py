@@ -12,12 +12,12 @@ import time
 import pytest
 
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.connectors.sql.describe import describe_tables
-from relay_nb.connectors.sql.profile import ProfileSettings, column_kind, profile_catalog
 from relay_nb.connectors.sql.readonly import run_read_only
-from relay_nb.connectors.sql.render import render_catalog
-from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError
+from relay_nb.sql.catalog.model import Catalog, ColumnInfo, TableInfo
+from relay_nb.sql.catalog.profile import ProfileSettings, column_kind, profile_catalog
+from relay_nb.sql.prompt.describe import describe_tables
+from relay_nb.sql.prompt.render import render_catalog
 
 ALL = ["customers", "products", "orders", "order_items", "events", "secrets"]
 

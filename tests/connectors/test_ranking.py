@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.connectors.sql.ranking import LexicalRanker, SchemaRanker, rank_tables
-from relay_nb.connectors.sql.schema import Catalog, TableInfo
 from relay_nb.errors import ConfigurationError
+from relay_nb.sql.catalog.model import Catalog, TableInfo
+from relay_nb.sql.prompt.ranking import LexicalRanker, SchemaRanker, rank_tables
 
 BEFORE = LexicalRanker(values=False, synonyms=False, typos=False, rarity=False)
 # decoys share the questions' ordinary words (name, type, status, country …)
@@ -82,7 +82,7 @@ def test_tables_named_by_value_synonym_typo_or_region_lead_the_ranking(
 
 
 def test_a_tight_prompt_keeps_the_value_named_tables_with_their_values(catalogs):
-    from relay_nb.connectors.sql.render import render_catalog
+    from relay_nb.sql.prompt.render import render_catalog
 
     now, _ = catalogs
     rendered = render_catalog(now, max_tokens=120, question="students who have a dog")
@@ -129,7 +129,7 @@ def test_a_plugged_in_ranker_orders_the_prompt(tmp_path):
 def test_a_word_most_tables_hold_still_finds_the_table_it_names() -> None:
     """In a catalog of 1,200 tables that all hold customer_id, "customer" no longer scores
     every table by its column, but the table named for it still comes first."""
-    from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
+    from relay_nb.sql.catalog.model import Catalog, ColumnInfo, TableInfo
 
     facts = [
         TableInfo(
@@ -155,7 +155,7 @@ def test_a_word_most_tables_hold_still_finds_the_table_it_names() -> None:
 
 def _wide_catalog(tables: int) -> Catalog:
     """Look-alike tables with a few distinct words each, as a warehouse's are."""
-    from relay_nb.connectors.sql.schema import ColumnInfo
+    from relay_nb.sql.catalog.model import ColumnInfo
 
     subjects = ("invoice", "shipment", "supplier", "campaign", "ticket", "warehouse", "refund")
     return Catalog(
@@ -218,7 +218,7 @@ def test_typo_neighbours_are_every_vocabulary_word_one_edit_away() -> None:
     """The generated edits find exactly what a scan of the vocabulary finds."""
     import random
 
-    from relay_nb.connectors.sql.ranking import _index
+    from relay_nb.sql.prompt.ranking import _index
 
     catalog = _wide_catalog(300)
     index = _index(catalog)
@@ -236,8 +236,8 @@ def test_typo_neighbours_are_every_vocabulary_word_one_edit_away() -> None:
 def test_a_very_long_word_is_not_tried_for_typos(monkeypatch) -> None:
     """Each letter of a word is 72 strings one edit away, each as long as the word: a
     6,000-character word (a pasted blob, a model's describe search) is never expanded."""
-    from relay_nb.connectors.sql import ranking
-    from relay_nb.connectors.sql.ranking import search_tables
+    from relay_nb.sql.prompt import ranking
+    from relay_nb.sql.prompt.ranking import search_tables
 
     tried: list[int] = []
     real_edits = ranking._edits

@@ -10,11 +10,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
-from relay_nb.connectors.sql.describe import describe_tables
 from relay_nb.connectors.sql.introspect import introspect
-from relay_nb.connectors.sql.ranking import rank_tables, search_tables
-from relay_nb.connectors.sql.render import LEGEND, estimate_tokens, render_catalog
-from relay_nb.connectors.sql.schema import Catalog
+from relay_nb.sql.catalog.model import Catalog
+from relay_nb.sql.prompt.describe import describe_tables
+from relay_nb.sql.prompt.ranking import rank_tables, search_tables
+from relay_nb.sql.prompt.render import LEGEND, estimate_tokens, render_catalog
 
 
 @contextmanager
@@ -267,7 +267,7 @@ def test_estimate_tokens():
 
 
 def _warehouse_catalog(tables: int) -> Catalog:
-    from relay_nb.connectors.sql.schema import ColumnInfo, TableInfo
+    from relay_nb.sql.catalog.model import ColumnInfo, TableInfo
 
     subjects = ("invoice", "shipment", "supplier", "campaign", "ticket")
     return Catalog(
@@ -292,8 +292,8 @@ def test_a_large_catalog_renders_only_the_tables_it_shows(monkeypatch):
     """A tight render of 3,000 tables writes full lines for the tables it shows (and those
     it tried), reads the ranking only as far as it packs and names, and still reports every
     omitted table, most relevant first."""
-    from relay_nb.connectors.sql import lines as lines_module
-    from relay_nb.connectors.sql.ranking import LexicalRanker
+    from relay_nb.sql.prompt import lines as lines_module
+    from relay_nb.sql.prompt.ranking import LexicalRanker
 
     catalog = _warehouse_catalog(3_000)
     built: list[str] = []

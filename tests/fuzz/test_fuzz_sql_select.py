@@ -38,8 +38,8 @@ from sql_strategies import (
     sql_dialect,
 )
 
-from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.query import GuardedQuery, guard_query
 
 # CI budget per dialect: the file databases are fast, the servers cost a round trip or three
 EXAMPLES = {"sqlite": 80, "duckdb": 60, "postgres": 40, "mysql": 40}

@@ -24,8 +24,8 @@ from fuzz_support import fuzz_settings
 from hypothesis import event, example, given, note
 from sql_attacks import Attack, disguised, writes
 
-from relay_nb.connectors.sql.guard import RULES, GuardedQuery, guard_query
 from relay_nb.errors import UnsafeQueryError
+from relay_nb.sql.guard.query import RULES, GuardedQuery, guard_query
 
 DIALECTS = ("sqlite", "duckdb", "postgres", "mysql")
 ROW_LIMIT = 20

@@ -33,10 +33,10 @@ from render_surfaces import live_view_html, markdown_export_html
 from relay_nb import Relay, ScriptedRuntime
 from relay_nb.agent.loop import TurnResult
 from relay_nb.agent.prompt import BASE_RULES
-from relay_nb.connectors.sql.guard import RULES as SQL_RULES
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import ToolResultPart
+from relay_nb.sql.guard.query import RULES as SQL_RULES
 from relay_nb.views import answer_html, table_html, turn_html, turn_text
 
 QUESTION = "Summarise our clients and the notes about them."
@@ -49,7 +49,7 @@ MONGO_RULES = frozenset(
     }
 )  # fmt: skip
 """The Mongo guard's rules as its source raises them (it publishes no RULES set, unlike the
-SQL guard's :data:`~relay_nb.connectors.sql.guard.RULES`)."""
+SQL guard's :data:`~relay_nb.sql.guard.query.RULES`)."""
 
 
 @dataclass

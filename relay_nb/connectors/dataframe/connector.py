@@ -22,7 +22,6 @@ Two things differ from a database, and explain most of this module:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -42,15 +41,13 @@ from relay_nb.connectors.dataframe.frames import (
     signature,
     sql_frame,
 )
+from relay_nb.connectors.guarded import GuardedSQLConnector
 from relay_nb.connectors.results import QueryResult
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.connectors.sql.guard import GuardedQuery
-from relay_nb.connectors.sql.introspect_common import compact_type
+from relay_nb.connectors.sql.introspect.common import compact_type
 from relay_nb.connectors.sql.readonly import CancelHandle
-from relay_nb.connectors.sql.render import render_catalog
-from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import ConfigurationError, QueryExecutionError
-from relay_nb.tools import Tool
+from relay_nb.sql import Catalog, ColumnInfo, GuardedQuery, TableInfo
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -289,37 +286,22 @@ class DataFrameConnector(SQLConnector):
             )
 
     # ------------------------------------------------------------------ model-facing
-    def tools(self) -> list[Tool]:
-        query, describe = super().tools()
-        metadata = {"connector": self.id, "kind": self.kind}
-        return [
-            dataclasses.replace(
-                query,
-                description=(
-                    f"Run one read-only SQL query (DuckDB dialect) on {self.name}: pandas "
-                    f"DataFrames in the notebook, as tables. Returns at most {self.row_limit} "
-                    "rows: aggregate in SQL rather than fetching raw rows."
-                ),
-                metadata=metadata,
-            ),
-            dataclasses.replace(describe, metadata=metadata),
-        ]
+    def _query_description(self) -> str:
+        return (
+            f"Run one read-only SQL query (DuckDB dialect) on {self.name}: pandas "
+            f"DataFrames in the notebook, as tables. Returns at most {self.row_limit} "
+            "rows: aggregate in SQL rather than fetching raw rows."
+        )
 
-    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
-        head = (
-            f"### DataFrame connector: {self.id}"
-            + (f" ({self.name})" if self.name != self.id else "")
-            + " — pandas DataFrames in the notebook as DuckDB tables, read-only\n"
-            + (f"{self.description}\n" if self.description else "")
-            + f"Query with query_{self.id}: one SELECT/WITH statement in DuckDB SQL, at most "
+    def _context_head(self) -> str:
+        return self._heading("DataFrame", "pandas DataFrames in the notebook as DuckDB tables") + (
+            f"Query with query_{self.id}: one SELECT/WITH statement in DuckDB SQL, at most "
             f"{self.row_limit} rows returned (LIMIT applied automatically). The tables are the "
             f"frames as they are now. describe_{self.id} gives full table details.\n"
         )
-        budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
-        rendered = render_catalog(
-            self.catalog, max_tokens=budget, question=question, describe_tool=f"describe_{self.id}"
-        )
-        return head + rendered.text
+
+    # the frames' catalog is rebuilt when they change: rendered anew, never from a cache
+    _render_schema = GuardedSQLConnector._render_schema
 
     def close(self) -> None:
         """Close the DuckDB database and let go of the frames; later queries say so."""

@@ -26,8 +26,8 @@ from typing import Any
 
 from relay_nb.connectors.spark.jobs import once_more_if_pool_shut
 from relay_nb.connectors.spark.metastore import Listed, classic_listing
-from relay_nb.connectors.sql.schema import Catalog, ColumnInfo, TableInfo
 from relay_nb.errors import QueryExecutionError
+from relay_nb.sql import Catalog, ColumnInfo, TableInfo
 
 __all__ = ["read_spark_catalog"]
 

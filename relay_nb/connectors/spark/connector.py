@@ -2,7 +2,7 @@
 
 ``relay.connect("lake", spark)`` with the session a Databricks, EMR or Dataproc notebook
 hands the analyst (or a local one). Every query goes through the same guard as any SQL
-connector's, in the Spark dialect (:mod:`relay_nb.connectors.sql.policies.spark`): one
+connector's, in the Spark dialect (:mod:`relay_nb.sql.guard.policies.spark`): one
 ``SELECT``/``WITH``, only tables of the catalog, no DDL/DML, ``INSERT OVERWRITE``,
 ``CACHE``, ``ADD JAR``, ``SET``, ``reflect``/``java_method``, no file or path tables; the
 row limit is a ``LIMIT`` in the SQL, so it is pushed into Spark's plan.
@@ -26,18 +26,19 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from relay_nb.connectors.background import run_interruptibly
-from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.base import check_connector_id
 from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
     check_byte_limits,
 )
+from relay_nb.connectors.guarded import DescribeInput, GuardedSQLConnector, QueryInput
 from relay_nb.connectors.preflight import Estimate, Preflight
-from relay_nb.connectors.results import QueryResult, answer_query, build_frame
+from relay_nb.connectors.results import QueryResult
 from relay_nb.connectors.spark.catalog import read_spark_catalog
 from relay_nb.connectors.spark.jobs import is_connect_session, job_marks, once_more_if_pool_shut
 from relay_nb.connectors.spark.plan import plan_estimate
@@ -46,38 +47,33 @@ from relay_nb.connectors.spark.session import (
     open_connect_session,
     redact_connect_url,
 )
-from relay_nb.connectors.sql.describe import describe_request
-from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
-from relay_nb.connectors.sql.ranking import SchemaRanker
-from relay_nb.connectors.sql.render import render_catalog
-from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact
-from relay_nb.tools import Tool, ToolResult
+from relay_nb.sql import Catalog, SchemaRanker
 
 __all__ = ["SparkConnector"]
 
 _MAX_MESSAGE = 400
 
 
-class _QueryInput(BaseModel):
+class _QueryInput(QueryInput):
     sql: str = Field(
         description="Exactly one read-only SELECT (WITH … SELECT allowed) in Spark SQL. "
         "LIMIT is applied automatically."
     )
 
 
-class _DescribeInput(BaseModel):
+class _DescribeInput(DescribeInput):
     tables: list[str] = Field(
         default_factory=list, description="Table names (or database.table) to describe in full."
     )
-    search: str | None = Field(
-        default=None, description="Words to find relevant tables when you do not know names."
-    )
 
 
-class SparkConnector(Connector):
+class SparkConnector(GuardedSQLConnector):
     kind = "spark"
+    query_input = _QueryInput
+    describe_input = _DescribeInput
+    query_timeout_margin_s = 15.0
 
     def __init__(
         self,
@@ -185,9 +181,6 @@ class SparkConnector(Connector):
                 f"could not read the Spark catalog of {self.id!r}: {_spark_message(exc)}"
             ) from None
 
-    def object_names(self) -> list[str]:
-        return [table.qualified_name for table in self.catalog.tables]
-
     def refresh(self) -> Catalog:  # type: ignore[override] - also returns the new catalog
         self._check_not_closed()
         with self._catalog_lock:
@@ -203,17 +196,6 @@ class SparkConnector(Connector):
             raise QueryExecutionError(f"the connector {self.id!r} is closed; connect it again")
 
     # ------------------------------------------------------------------ queries
-    def guard(self, sql: str) -> GuardedQuery:
-        """Check and rewrite ``sql`` without running it (raises UnsafeQueryError)."""
-        catalog = self.catalog
-        return guard_query(
-            sql,
-            dialect=self.dialect,
-            allowed_tables=catalog.allowlist(),
-            default_schema=catalog.default_schema,
-            row_limit=self.row_limit + 1,
-        )
-
     def estimate(self, sql: str) -> Estimate | None:
         """What Spark's optimized plan says ``sql`` reads, without running a job (after the
         guard, which raises UnsafeQueryError as for a query); None when it cannot say."""
@@ -298,22 +280,7 @@ class SparkConnector(Connector):
                 "the result's first row is larger than the connector's max_result_bytes, so "
                 "nothing was read; select a part of long values (substr, slice) or their size"
             )
-        truncated = budget.full or len(kept) > self.row_limit
-        kept = kept[: self.row_limit]
-        return QueryResult(
-            df=build_frame(columns, kept),
-            executed_sql=guarded.sql,
-            row_count=len(kept),
-            truncated=truncated,
-            elapsed_ms=elapsed,
-            connector_id=self.id,
-            submitted_sql=sql,
-            tables=guarded.tables,
-            limit="bytes" if budget.full else "rows",
-            notes=budget.notes(),
-            dialect=self.dialect,
-            row_limit=self.row_limit if guarded.limit_injected or guarded.limit_clamped else None,
-        )
+        return self._result(sql, guarded, columns, kept, budget, elapsed)
 
     def _read(self, sql: str, group: str, budget: ResultBudget, kept: list[Any]) -> list[str]:
         """Run ``sql``, keep its rows in ``kept`` and return its columns. Rows are read one
@@ -344,70 +311,26 @@ class SparkConnector(Connector):
             raise QueryExecutionError("the query was cancelled before its Spark jobs started")
 
     # ------------------------------------------------------------------ model-facing
-    def tools(self) -> list[Tool]:
-        return [
-            Tool(
-                name=f"query_{self.id}",
-                description=(
-                    f"Run one read-only Spark SQL query on {self.name}; it runs as Spark jobs. "
-                    f"Returns at most {self.row_limit} rows: aggregate in SQL rather than "
-                    "fetching raw rows, and filter on partition columns."
-                ),
-                input_model=_QueryInput,
-                handler=self._query_tool,
-                timeout_s=self.statement_timeout_s + 15,
-                metadata={"connector": self.id, "kind": "spark"},
-            ),
-            Tool(
-                name=f"describe_{self.id}",
-                description=(
-                    f"Full details (all columns, partition columns, comments) of tables in "
-                    f"{self.name}, by name or by search words."
-                ),
-                input_model=_DescribeInput,
-                handler=self._describe_tool,
-                timeout_s=30.0,
-                metadata={"connector": self.id, "kind": "spark"},
-            ),
-        ]
-
-    async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
-        return await answer_query(
-            arguments.sql,
-            connector_id=self.id,
-            preflight=self.preflight,
-            estimate=self.estimate,
-            run=self.aquery,
-            preview_chars=self.preview_chars,
+    def _query_description(self) -> str:
+        return (
+            f"Run one read-only Spark SQL query on {self.name}; it runs as Spark jobs. "
+            f"Returns at most {self.row_limit} rows: aggregate in SQL rather than "
+            "fetching raw rows, and filter on partition columns."
         )
 
-    async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
-        catalog = await asyncio.to_thread(lambda: self.catalog)
-        answer = describe_request(
-            catalog, arguments.tables, arguments.search, connector_id=self.id, ranker=self.ranker
+    def _describe_description(self) -> str:
+        return (
+            f"Full details (all columns, partition columns, comments) of tables in "
+            f"{self.name}, by name or by search words."
         )
-        return ToolResult(content=answer)
 
-    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
-        head = (
-            f"### Spark connector: {self.id}"
-            + (f" ({self.name})" if self.name != self.id else "")
-            + " — Spark SQL, read-only\n"
-            + (f"{self.description}\n" if self.description else "")
-            + f"Query with query_{self.id}: one SELECT/WITH statement, at most "
+    def _context_head(self) -> str:
+        return self._heading("Spark", "Spark SQL") + (
+            f"Query with query_{self.id}: one SELECT/WITH statement, at most "
             f"{self.row_limit} rows returned (LIMIT applied automatically); each query runs "
             f"as Spark jobs, so filter on partition columns. describe_{self.id} gives full "
             "table details.\n"
         )
-        budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
-        rendered = render_catalog(
-            self.catalog,
-            max_tokens=budget,
-            question=question,
-            describe_tool=f"describe_{self.id}",
-            ranker=self.ranker,
-        )
-        return head + rendered.text
 
     def close(self) -> None:
         """Forget the session; stop it only when it was opened here from a URL (a session

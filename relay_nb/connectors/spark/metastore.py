@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from relay_nb.connectors.sql.schema import ColumnInfo
+from relay_nb.sql import ColumnInfo
 
 __all__ = ["Listed", "classic_listing", "spark_type"]
 

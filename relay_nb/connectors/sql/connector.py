@@ -16,11 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
 from sqlalchemy import URL, Engine
 
 from relay_nb.connectors.background import run_interruptibly
-from relay_nb.connectors.base import Connector, check_connector_id
+from relay_nb.connectors.base import check_connector_id
 from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
@@ -28,22 +27,12 @@ from relay_nb.connectors.bounds import (
     check_byte_limits,
     describe_bytes,
 )
+from relay_nb.connectors.guarded import GuardedSQLConnector
 from relay_nb.connectors.preflight import Estimate, Preflight
-from relay_nb.connectors.results import QueryResult, answer_query, build_frame
-from relay_nb.connectors.sql.describe import describe_request
-from relay_nb.connectors.sql.dialects import guard_dialect, sqlglot_dialect
+from relay_nb.connectors.results import QueryResult
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.fetch import driver_message, is_oversized, is_server_timeout
-from relay_nb.connectors.sql.guard import GuardedQuery, guard_query
 from relay_nb.connectors.sql.introspect import fingerprint, introspect
-from relay_nb.connectors.sql.policies import policy_for
-from relay_nb.connectors.sql.profile import (
-    MAX_ROWS,
-    ProfileSettings,
-    profile_catalog,
-    sample_text_values,
-)
-from relay_nb.connectors.sql.ranking import SchemaRanker
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
     DatabaseUnavailable,
@@ -53,11 +42,22 @@ from relay_nb.connectors.sql.readonly import (
     parse_url,
     run_read_only,
 )
-from relay_nb.connectors.sql.render import RenderCache, render_catalog
-from relay_nb.connectors.sql.schema import Catalog
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact_url, register_secret, url_secrets
-from relay_nb.tools import Tool, ToolResult
+from relay_nb.sql import (
+    Catalog,
+    GuardedQuery,
+    ProfileSettings,
+    RenderCache,
+    SchemaRanker,
+    guard_dialect,
+    policy_for,
+    profile_catalog,
+    render_catalog,
+    sample_text_values,
+    sqlglot_dialect,
+)
+from relay_nb.sql.catalog.profile import MAX_ROWS
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -82,23 +82,7 @@ def _call(fetch: Callable[[], FetchedRows]) -> FetchedRows:
 """What the connect check allows the catalog read itself; profiling adds its own budget."""
 
 
-class _QueryInput(BaseModel):
-    sql: str = Field(
-        description="Exactly one read-only SELECT (WITH … SELECT allowed) in this database's "
-        "SQL dialect. LIMIT is applied automatically."
-    )
-
-
-class _DescribeInput(BaseModel):
-    tables: list[str] = Field(
-        default_factory=list, description="Table names (or schema.table) to describe in full."
-    )
-    search: str | None = Field(
-        default=None, description="Words to find relevant tables when you do not know names."
-    )
-
-
-class SQLConnector(Connector):
+class SQLConnector(GuardedSQLConnector):
     kind = "sql"
 
     def __init__(
@@ -151,7 +135,7 @@ class SQLConnector(Connector):
         self._samples: dict[str, list[str]] | None = None
         self._renders = RenderCache()
         self.profile = ProfileSettings.from_options(profile, profile_exclude, profile_time_s)
-        """Value profiling in the catalog pass (:mod:`relay_nb.connectors.sql.profile`)."""
+        """Value profiling in the catalog pass (:mod:`relay_nb.sql.catalog.profile`)."""
         self.catalog_timeout_s = _CATALOG_READ_S + (
             self.profile.time_budget_s if self.profile.enabled else 0.0
         )
@@ -206,9 +190,6 @@ class SQLConnector(Connector):
                 if self._catalog is None:
                     self._catalog, self._fingerprint, self._read_at = self._read()
         return self._catalog
-
-    def object_names(self) -> list[str]:
-        return [table.qualified_name for table in self.catalog.tables]
 
     detects_changes = True
 
@@ -339,18 +320,6 @@ class SQLConnector(Connector):
             ) from None
 
     # ------------------------------------------------------------------ queries
-    def guard(self, sql: str) -> GuardedQuery:
-        """Check and rewrite ``sql`` without running it (raises UnsafeQueryError)."""
-        catalog = self.catalog
-        # one row past the limit tells "exactly row_limit rows" from "truncated"
-        return guard_query(
-            sql,
-            dialect=self.dialect,
-            allowed_tables=catalog.allowlist(),
-            default_schema=catalog.default_schema,
-            row_limit=self.row_limit + 1,
-        )
-
     def estimate(self, sql: str) -> Estimate | None:
         """What the database expects ``sql`` to scan, without running it (after the guard,
         which raises UnsafeQueryError as for a query); None when it cannot say."""
@@ -430,23 +399,14 @@ class SQLConnector(Connector):
             raise self._execution_error(exc, cancel) from None
         if budget.full and not fetched.rows:
             raise self._oversized_error()
-        truncated = budget.full or len(fetched.rows) > self.row_limit
-        rows = fetched.rows[: self.row_limit]
-        frame = build_frame(fetched.columns, rows, temporal_columns=self._temporal(guarded))
-        return QueryResult(
-            df=frame,
-            executed_sql=guarded.sql,
-            row_count=len(rows),
-            truncated=truncated,
-            elapsed_ms=fetched.elapsed_ms,
-            connector_id=self.id,
-            submitted_sql=sql,
-            tables=guarded.tables,
-            limit="bytes" if budget.full else "rows",
-            notes=budget.notes(),
-            dialect=self.dialect,
-            # the fetch size, where the guard set it (a LIMIT the query wrote stays as written)
-            row_limit=self.row_limit if guarded.limit_injected or guarded.limit_clamped else None,
+        return self._result(
+            sql,
+            guarded,
+            fetched.columns,
+            fetched.rows,
+            budget,
+            fetched.elapsed_ms,
+            temporal_columns=self._temporal(guarded),
         )
 
     def _before_run(self, guarded: GuardedQuery) -> None:
@@ -516,78 +476,39 @@ class SQLConnector(Connector):
         return found
 
     # ------------------------------------------------------------------ model-facing
-    def tools(self) -> list[Tool]:
-        return [
-            Tool(
-                name=f"query_{self.id}",
-                description=(
-                    f"Run one read-only SQL query ({self.dialect} dialect) on {self.name}. "
-                    f"Returns at most {self.row_limit} rows: aggregate in SQL rather than "
-                    "fetching raw rows."
-                ),
-                input_model=_QueryInput,
-                handler=self._query_tool,
-                timeout_s=self.statement_timeout_s + 5,
-                metadata={"connector": self.id, "kind": "sql"},
-            ),
-            Tool(
-                name=f"describe_{self.id}",
-                description=(
-                    f"Full details (all columns, keys, comments) of tables in {self.name}, by "
-                    "name or by search words. Use it for tables the schema summary left out."
-                ),
-                input_model=_DescribeInput,
-                handler=self._describe_tool,
-                timeout_s=30.0,
-                metadata={"connector": self.id, "kind": "sql"},
-            ),
-        ]
-
-    async def _query_tool(self, arguments: _QueryInput) -> ToolResult:
-        return await answer_query(
-            arguments.sql,
-            connector_id=self.id,
-            preflight=self.preflight,
-            estimate=self.estimate,
-            run=self.aquery,
-            preview_chars=self.preview_chars,
+    def _query_description(self) -> str:
+        return (
+            f"Run one read-only SQL query ({self.dialect} dialect) on {self.name}. "
+            f"Returns at most {self.row_limit} rows: aggregate in SQL rather than "
+            "fetching raw rows."
         )
 
-    async def _describe_tool(self, arguments: _DescribeInput) -> ToolResult:
-        catalog = await asyncio.to_thread(lambda: self.catalog)
-        answer = describe_request(
-            catalog, arguments.tables, arguments.search, connector_id=self.id, ranker=self.ranker
+    def _context_head(self) -> str:
+        return self._heading("SQL", self.dialect) + (
+            f"Query with query_{self.id}: one SELECT/WITH statement, at most {self.row_limit} "
+            f"rows returned (LIMIT applied automatically). describe_{self.id} gives full table "
+            "details.\n"
         )
-        return ToolResult(content=answer)
 
     @property
     def context_ready(self) -> bool:
         catalog, samples_read = self._catalog, self._samples is not None or not self.sample_values
         return catalog is not None and samples_read and len(catalog.tables) <= _INLINE_TABLES
 
-    def prompt_context(self, *, max_tokens: int | None = None, question: str | None = None) -> str:
-        head = (
-            f"### SQL connector: {self.id}"
-            + (f" ({self.name})" if self.name != self.id else "")
-            + f" — {self.dialect}, read-only\n"
-            + (f"{self.description}\n" if self.description else "")
-            + f"Query with query_{self.id}: one SELECT/WITH statement, at most {self.row_limit} "
-            f"rows returned (LIMIT applied automatically). describe_{self.id} gives full table "
-            "details.\n"
-        )
-        budget = None if max_tokens is None else max(0, max_tokens - len(head) // 4 - 1)
+    def _render_schema(self, head: str, budget: int | None, question: str | None) -> str:
+        """The catalog with its sample values (when asked for), each render kept for the
+        next model step of the turn, which asks again the same."""
         catalog, samples = self.catalog, self.samples() or None
         options: dict[str, Any] = {
             "question": question,
             "sample_values": samples,
             "ranker": self.ranker,
         }
-        return self._renders.get(  # every model step of a turn asks again, the same
+        return self._renders.get(
             (catalog, samples, self.ranker),
             (budget, question, head),
             lambda: (
-                head
-                + render_catalog(
+                render_catalog(
                     catalog, max_tokens=budget, describe_tool=f"describe_{self.id}", **options
                 ).text
             ),

@@ -1,0 +1,110 @@
+"""Spark SQL, Databricks and Hive: plain reads, their functions, and Spark's own side doors
+shut. Functions: those sqlglot knows and Spark's plain ones it does not (:data:`_KNOWN`).
+
+Their own data: ``reflect`` and ``java_method`` call Java methods by name, ``try_secret``
+returns a Databricks secret in clear (``secret`` too: sqlglot models it, and the shared
+denylist refuses it in every family), so they are refused whatever the strictness.
+``CACHE``, ``ADD JAR``, ``SET``, ``INSERT OVERWRITE`` and path tables (``parquet.`/data/x```)
+are refused by the shared command, statement and file rules.
+
+Their own rules:
+
+- ``SELECT TRANSFORM(…) USING 'script'`` runs a program through ``/bin/bash`` on the
+  executors (Spark 4 runs it without Hive): refused as a statement, whatever the script.
+- ``${…}`` anywhere in the text: ``spark.sql`` substitutes variables *before* parsing
+  (``${env:AWS_SECRET_ACCESS_KEY}``, ``${spark.hadoop.fs.s3a.secret.key}``) — in a string,
+  in a name, even escaped — so what would run is not what the guard checked, and could
+  carry the driver's environment or settings to the model. Refused in every literal and name.
+- ``_metadata`` (the hidden column of a file-based table: its files' paths and sizes) is file
+  metadata, refused like ``input_file_name()``.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from relay_nb.sql.guard.policies.as_written import AsWritten, plain_call
+from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
+
+__all__ = ["DatabricksPolicy", "SparkPolicy"]
+
+_KNOWN = frozenset(
+    {
+        "monotonically_increasing_id", "spark_partition_id", "url_decode", "url_encode",
+        "array_repeat", "array_union", "arrays_overlap", "bin", "bround", "cardinality", "conv",
+        "count_min_sketch", "crc32", "date_part", "datediff", "every", "forall",
+        "format_number", "get", "h3_longlatash3", "h3_polyfillash3", "hash", "is_variant_null",
+        "json_array_length", "json_tuple", "make_date", "map_concat", "map_entries",
+        "map_filter", "map_values", "nullifzero", "pmod", "schema_of_json", "session_window",
+        "some", "to_varchar", "transform_keys", "transform_values", "try_avg", "try_parse_json",
+        "try_sum", "try_to_number", "try_to_timestamp", "try_variant_get", "variant_get",
+        "version", "weekday", "window", "xxhash64", "zeroifnull"
+    }
+)  # fmt: skip
+"""Spark's and Databricks' plain functions sqlglot does not model."""
+
+_TWO_ARGUMENT_DATEDIFF = AsWritten(
+    node=exp.DateDiff,
+    spellings=frozenset({"DATEDIFF", "DATE_DIFF", "TIMESTAMPDIFF"}),
+    kept=lambda name, arity: name in ("DATEDIFF", "DATE_DIFF") and arity == 2,
+    write=plain_call("DATEDIFF", "this", "expression"),
+    mixed=(
+        "datediff(end, start) and DATEDIFF(unit, start, end) read alike to the guard, so it "
+        "cannot keep both in one query; write every difference in one form"
+    ),
+)
+
+_SUBSTITUTED = "${"
+
+
+def refuse_transform(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``TRANSFORM … USING``: a program on the cluster, not a query."""
+    found.add(
+        1,
+        "forbidden_statement",
+        "TRANSFORM … USING runs a program on the cluster; use SQL functions instead",
+    )
+
+
+def refuse_substitution(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``${…}`` in a string or a name: Spark would replace it before running the query."""
+    text = node.this if isinstance(node.this, str) else ""
+    if _SUBSTITUTED in text:
+        found.add(
+            2,
+            "server_variable",
+            "${…} is replaced by Spark before the query runs (variables, the environment, "
+            "settings); write the value itself",
+        )
+
+
+def refuse_file_metadata(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``_metadata``: the hidden column of file-based tables (paths, sizes)."""
+    refuse_substitution(node, policy, found)
+    if isinstance(node.this, str) and node.this.lower() == "_metadata":
+        found.add(2, "file_access", "_metadata describes the table's files; query its columns")
+
+
+class SparkPolicy(PlainReadPolicy):
+    name = "spark"
+    dialects = ("spark", "spark2", "hive")
+    known_functions = _KNOWN
+    denied_functions = frozenset(
+        {"reflect", "java_method", "assert_true", "raise_error", "try_secret"}
+    )
+    rules = (
+        *PlainReadPolicy.rules,
+        ("transform", refuse_transform),
+        ("literal", refuse_substitution),
+        ("identifier", refuse_file_metadata),
+    )
+
+
+class DatabricksPolicy(SparkPolicy):
+    """Spark's rules; and Databricks' two-argument ``datediff(end, start)`` (days between the
+    two *dates*) kept as written: sqlglot's Databricks reads it as ``DATEDIFF(DAY, start,
+    end)``, whole days between *timestamps* (:mod:`.as_written`)."""
+
+    name = "databricks"
+    dialects = ("databricks",)
+    as_written = (_TWO_ARGUMENT_DATEDIFF,)

@@ -1,0 +1,358 @@
+"""The SQL guard: parse, don't scan keywords.
+
+A model-written query is tokenised and parsed with sqlglot in the connector's own dialect,
+every node of the tree is checked, the LIMIT is set in the tree, and the tree is serialised
+again: that re-serialised text, never the input string, is what runs. Keyword scanners (strip
+comments, regex for ``DELETE``, append ``LIMIT``) are bypassed by writable CTEs,
+``SELECT … INTO``, side-effect functions, comment tricks and limits hidden in strings; a tree
+has none of those ambiguities, and whatever the parser did not understand is refused.
+
+The pipeline, each step a small function::
+
+    tokenize -> refuse executable comments -> one statement -> leading keyword
+      -> nesting depth and array subscripts bounded (on tokens, before the parser recurses)
+      -> parse (again with comments as spaces, if only they split ``ORDER /* … */ BY``)
+      -> query root -> walk every node (statements, commands, INTO, locks, hints,
+         variables, functions, table functions, tables with CTE scoping, tree depth)
+      -> tables against the allowlist -> LIMIT injected/clamped -> shape recorded
+      -> generate (within a budget)
+    then the generated text must read back as exactly that tree (the text front end and the
+    parse again, :mod:`~relay_nb.sql.guard.readback`); where it does not, the
+    whole pipeline runs again over it and must reproduce it exactly
+
+Every step costs time and memory linear in the input (DESIGN §11): the bounds in
+:mod:`~relay_nb.sql.guard.rules` (``MAX_*``) cut off the shapes that would not be
+(deep nesting, chained subscripts, rewrites that repeat their arguments), and
+``tests/connectors/test_guard_cost.py`` measures each shape near the size limit.
+
+Every refusal is ``UnsafeQueryError(rule, message)``; the rule names are in :data:`RULES` and
+are stable, the message tells the model what to change; it may name the offending table or
+function and, for a parse error, up to 30 characters around it — never the whole query. What
+every dialect refuses is data, in :mod:`relay_nb.sql.guard.rules`; what one dialect
+family adds (its rules, table functions, names) is its policy class in
+:mod:`relay_nb.sql.guard.policies`, which the walk hands every node to; the steps before
+a tree exists (text, tokens, one statement, parsing) are in
+:mod:`relay_nb.sql.guard.text`; the walk over the tree, with CTE names in scope, is
+:mod:`relay_nb.sql.guard.walk`; table references are resolved against the allowlist here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
+
+from relay_nb.errors import ConfigurationError, UnsafeQueryError
+from relay_nb.sql import dialects  # registers "mariadb"; the warehouses' guard dialects
+from relay_nb.sql.guard import output as guard_output
+from relay_nb.sql.guard import readback as guard_readback
+from relay_nb.sql.guard import rules
+from relay_nb.sql.guard import text as guard_text
+from relay_nb.sql.guard.limit import apply_limit, cap_per_group_limit
+from relay_nb.sql.guard.policies import GuardPolicy, policy_for
+from relay_nb.sql.guard.policies.as_written import keep_as_written
+from relay_nb.sql.guard.policies.base import node_word
+from relay_nb.sql.guard.walk import ALWAYS_FOLDED, STATEMENT_CLASSES, identifier_key, walk
+
+__all__ = ["RULES", "GuardedQuery", "guard_query"]
+
+RULES: frozenset[str] = frozenset(
+    {
+        "parse_error", "multiple_statements", "not_a_query", "forbidden_statement",
+        "forbidden_command", "select_into", "locking_clause", "optimizer_hint", "server_variable",
+        "executable_comment", "forbidden_function", "file_access", "table_function_not_allowed",
+        "table_not_allowed", "unsupported_limit", "unfaithful_rewrite", "unsafe_identifier",
+        "value_too_large",
+    }
+)  # fmt: skip
+"""Every rule the guard can raise. Stable: tests, prompts and logs rely on these strings."""
+
+
+class GuardedQuery(BaseModel):
+    """A query the guard accepted, and what it will run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sql: str
+    """The re-serialised tree, in the connector's dialect: what will run."""
+    tables: tuple[str, ...]
+    """Referenced base tables, qualified as the catalog names them, sorted."""
+    limit: int
+    """The effective LIMIT of the outermost query."""
+    limit_injected: bool
+    limit_clamped: bool
+    unvetted_functions: tuple[str, ...] = ()
+    """Functions the query calls that sqlglot does not know (lowercased, once each): the
+    connector resets the session after such a query, since they may leave state behind."""
+
+
+def guard_query(
+    sql: str,
+    *,
+    dialect: str,
+    allowed_tables: Collection[tuple[str | None, str]],
+    default_schema: str | None,
+    row_limit: int,
+) -> GuardedQuery:
+    """Check one model-written query and return the SQL that may run, or raise.
+
+    ``dialect`` is a sqlglot dialect name; ``allowed_tables`` holds ``(schema, table)`` pairs
+    named exactly as the catalog stores them (schema ``None`` for schema-less SQLite tables),
+    as :meth:`Catalog.allowlist` returns them; names compare by the dialect's own case rules;
+    unqualified names resolve to ``default_schema``.
+    Raises :class:`UnsafeQueryError` with one of :data:`RULES`.
+    """
+    engine = _dialect(dialect)
+    policy = policy_for(dialect)
+    first, checked = _guard_once(
+        sql,
+        dialect=dialect,
+        allowed_tables=allowed_tables,
+        default_schema=default_schema,
+        row_limit=row_limit,
+        bounds=_INPUT,
+    )
+    if not guard_readback.reads_back(first.sql, checked, engine, policy):
+        _refuse_unfaithful_output(first, allowed_tables, default_schema, row_limit, dialect)
+    return first
+
+
+def _guard_once(
+    sql: str,
+    *,
+    dialect: str,
+    allowed_tables: Collection[tuple[str | None, str]],
+    default_schema: str | None,
+    row_limit: int,
+    bounds: tuple[int, int],
+) -> tuple[GuardedQuery, list[object] | None]:
+    """One pass of the pipeline, and the :func:`~guard_readback.shape` of the tree it wrote
+    out (recorded before the generator could touch it). :func:`guard_query` runs it once, or
+    twice when the text does not read back as that tree (the second time over the generated
+    text, which may be longer than the input was: ``bounds`` on characters and tokens)."""
+    if row_limit < 1:
+        raise ConfigurationError(f"row_limit must be a positive integer, not {row_limit!r}")
+    engine = _dialect(dialect)
+    policy = policy_for(dialect)
+    tree, statement = guard_text.read_statement(sql, engine, policy.leading_keywords, bounds)
+    keep_as_written(tree, statement, policy.as_written)
+    query = _query_root(tree)
+    found = walk(tree, engine, policy)
+    policy.check(tree, "tree", found)  # rules over the whole query (the value-size rule)
+    found.raise_first()
+    strategy = _table_strategy(policy, engine.normalization_strategy)
+    allowed = _allowlist(allowed_tables, strategy)
+    tables = _check_tables(found.tables, allowed, default_schema, policy, strategy)
+    capped = cap_per_group_limit(query)
+    if capped is not None:
+        if not policy.per_group_limit:
+            guard_text.refuse("unsupported_limit", "LIMIT … BY is ClickHouse's; write LIMIT n")
+        tree = capped if query is tree else tree
+        query = capped
+    limit, injected, clamped = apply_limit(query, row_limit)
+    checked = guard_readback.shape(tree)
+    guarded = GuardedQuery(
+        sql=guard_output.generate(tree, engine, nodes=found.nodes),
+        tables=tables,
+        limit=limit,
+        limit_injected=injected,
+        limit_clamped=clamped,
+        unvetted_functions=tuple(dict.fromkeys(found.unvetted)),
+    )
+    return guarded, checked
+
+
+_INPUT = (rules.MAX_SQL_CHARS, rules.MAX_TOKENS)
+_OUTPUT = (rules.MAX_OUTPUT_CHARS, guard_readback.MAX_OUTPUT_TOKENS)
+"""(characters, tokens): the model's text, and the generated text the second pass reads."""
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+
+
+@lru_cache(maxsize=64)
+def _dialect(name: str) -> Dialect:
+    if name.lower() in dialects.GUARD_DIALECTS:
+        return dialects.GUARD_DIALECTS[name.lower()]()
+    try:
+        return Dialect.get_or_raise(name)
+    except ValueError:
+        raise ConfigurationError(f"the SQL guard needs a sqlglot dialect, not {name!r}") from None
+
+
+def _query_root(tree: exp.Expr) -> exp.Query:
+    """The node that carries the outermost LIMIT: a SELECT, a set operation or ``(…)``."""
+    node = tree
+    while isinstance(node, exp.Subquery) and _bare(node):
+        node = node.this
+    if isinstance(node, exp.Select | exp.SetOperation | exp.Subquery):
+        return node
+    if isinstance(node, rules.COMMAND_NODES):
+        guard_text.refuse(
+            "forbidden_command", f"{node_word(node)} is a command; only SELECT may run"
+        )
+    if isinstance(node, STATEMENT_CLASSES):
+        guard_text.refuse("forbidden_statement", f"{node_word(node)} changes data or schema")
+    guard_text.refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
+
+
+def _bare(subquery: exp.Subquery) -> bool:
+    return all(v in (None, []) for k, v in subquery.args.items() if k != "this")
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+
+
+def _catalog_key(name: str, strategy: NormalizationStrategy) -> str:
+    """How a stored catalog name compares: folded only where the database ignores case.
+
+    PostgreSQL keeps ``Customers`` and ``customers`` apart (only unquoted references fold),
+    and MySQL with case-sensitive table names does too; comparing them case-insensitively
+    would let a quoted ``"Customers"`` read a table the allowlist never named. Where unquoted
+    names fold to upper case (Snowflake, Oracle), SQLAlchemy reports such a name in lower
+    case (``ORDERS`` as ``orders``): a lowercase catalog name that needs no quotes is that name
+    in upper case, as SQLAlchemy's own ``denormalize_name`` reads it.
+    """
+    if strategy in ALWAYS_FOLDED:
+        return guard_text.fold(name)
+    if strategy is NormalizationStrategy.UPPERCASE and _PLAIN_LOWERCASE.fullmatch(name):
+        return guard_text.upper(name)
+    return name
+
+
+_PLAIN_LOWERCASE = re.compile(r"[a-z_][a-z0-9_$]*")
+"""A name SQLAlchemy would have lowered (it needs no quotes); ``"order items"`` or a name
+written lowercase in quotes stays as it is."""
+
+
+def _table_strategy(
+    policy: type[GuardPolicy], strategy: NormalizationStrategy
+) -> NormalizationStrategy:
+    """How table and schema names compare: the dialect's rule, unless the family says its
+    table names are case-sensitive whatever its columns do (BigQuery's datasets and tables)."""
+    return NormalizationStrategy.CASE_SENSITIVE if policy.case_sensitive_tables else strategy
+
+
+def _allowlist(
+    pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
+) -> frozenset[tuple[str | None, str]]:
+    """The allowlist as the dialect compares names; a catalog's (a frozenset, the same object
+    for every query of that catalog) is folded once and remembered."""
+    if isinstance(pairs, frozenset):
+        return _folded(pairs, strategy)
+    return _fold_pairs(pairs, strategy)
+
+
+@lru_cache(maxsize=16)
+def _folded(
+    pairs: frozenset[tuple[str | None, str]], strategy: NormalizationStrategy
+) -> frozenset[tuple[str | None, str]]:
+    return _fold_pairs(pairs, strategy)
+
+
+def _fold_pairs(
+    pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
+) -> frozenset[tuple[str | None, str]]:
+    return frozenset(
+        (_catalog_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
+    )
+
+
+def _check_tables(
+    tables: Sequence[exp.Table],
+    allowed: frozenset[tuple[str | None, str]],
+    default_schema: str | None,
+    policy: type[GuardPolicy],
+    strategy: NormalizationStrategy,
+) -> tuple[str, ...]:
+    """Resolve each base-table reference against the allowlist; return the qualified names."""
+    default = _catalog_key(default_schema, strategy) if default_schema else None
+    aliases = {default} | set(policy.default_schema_aliases)
+    return tuple(sorted({_resolve_table(t, allowed, default, aliases, strategy) for t in tables}))
+
+
+def _resolve_table(
+    table: exp.Table,
+    allowed: frozenset[tuple[str | None, str]],
+    default: str | None,
+    default_aliases: set[str | None],
+    strategy: NormalizationStrategy,
+) -> str:
+    raw = table.name
+    if not isinstance(table.this, exp.Identifier):
+        guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+    if table.args.get("catalog"):
+        guard_text.refuse(
+            "table_not_allowed",
+            f"{guard_text.short(raw)}: use schema.table, not database.schema.table",
+        )
+    name = identifier_key(table.this, strategy)
+    db = table.args.get("db")
+    schema = identifier_key(db, strategy) if isinstance(db, exp.Identifier) else None
+    if db is not None and schema is None:
+        guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+    candidates: list[tuple[str | None, str]]
+    if schema is None:
+        candidates = [(default, name), (None, name)]
+    else:
+        candidates = [(schema, name)]
+        if schema in default_aliases:
+            candidates.append((None, name))
+    for candidate_schema, candidate_name in candidates:
+        if (candidate_schema, candidate_name) in allowed:
+            return f"{candidate_schema}.{candidate_name}" if candidate_schema else candidate_name
+    if rules.PATH_LIKE_TABLE.search(raw):  # DuckDB would scan the file: say so
+        guard_text.refuse(
+            "file_access", "files and URLs cannot be read as tables; use the allowed tables"
+        )
+    shown = (
+        f"{guard_text.short(db.name)}.{guard_text.short(raw)}"
+        if db is not None
+        else guard_text.short(raw)
+    )
+    guard_text.refuse(
+        "table_not_allowed", f"{shown} is not a table you may read; use the schema's tables"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Generation
+
+
+def _refuse_unfaithful_output(
+    first: GuardedQuery,
+    allowed_tables: Collection[tuple[str | None, str]],
+    default_schema: str | None,
+    row_limit: int,
+    dialect: str,
+) -> None:
+    """Fail closed unless the SQL that will run is a fixed point of the guard.
+
+    The generator can emit text the database reads differently from the tree it came from
+    (MySQL reads ``#`` as a comment, so ``a #- b LIMIT 201`` loses its LIMIT). Guarding the
+    output again — same tokenizer, parser, rules and LIMIT — must accept it and reproduce it
+    character for character; then what runs is exactly what was checked.
+    """
+    try:
+        second, _ = _guard_once(
+            first.sql,
+            dialect=dialect,
+            allowed_tables=allowed_tables,
+            default_schema=default_schema,
+            row_limit=row_limit,
+            bounds=_OUTPUT,
+        )
+    except UnsafeQueryError:
+        second = None
+    if second is None or second.sql != first.sql or second.limit != first.limit:
+        guard_text.refuse(
+            "unfaithful_rewrite",
+            "the query could not be re-serialised so that it means the same; rewrite it "
+            "with plain SQL (no unusual functions, operators or names)",
+        )
