@@ -3,8 +3,9 @@
 ``relay-nb demo`` builds a sample shop database and asks it three questions end to end
 (offline with a scripted model when none is configured; see :mod:`relay_nb.demo`);
 ``--notebook`` writes and executes the quickstart notebook instead.
+``relay-nb ask TARGET QUESTION`` asks your own database (see :mod:`relay_nb.cli.ask`);
 ``relay-nb eval BANK`` measures the answers on a question bank (see
-:mod:`relay_nb.demo.evaluate`). ``relay-nb invoke PROFILE QUESTION`` sends one question and
+:mod:`relay_nb.cli.evaluate`). ``relay-nb invoke PROFILE QUESTION`` sends one question and
 prints the answer with its usage receipt; ``relay-nb conformance PROFILE`` checks a runtime
 against the Relay contract. Both take the same profile strings as ``RELAY_MODEL``
 (``scripted:PATH`` works offline).
@@ -218,14 +219,14 @@ async def _conformance(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from relay_nb.demo.ask import run_ask
+    from relay_nb.cli.ask import run_ask
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     return run_ask(args.target, args.question, model=args.model, tables=tables)
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from relay_nb.demo.evaluate import EvalOptions, run_eval_command
+    from relay_nb.cli.evaluate import EvalOptions, run_eval_command
 
     options = EvalOptions(
         args.bank,
@@ -279,7 +280,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `relay-nb eval … | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
