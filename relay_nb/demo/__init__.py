@@ -5,7 +5,8 @@
 - :mod:`relay_nb.demo.quickstart` — the ``%relay`` notebook, written and executed;
 - :mod:`relay_nb.demo.run` — the command itself.
 
-A top layer beside ``relay_nb.cli`` (which imports it); it never imports ``relay_nb.notebook``.
+The layer under ``relay_nb.cli`` (whose ``relay-nb ask`` and ``relay-nb eval`` reuse its model
+choice and transcript); it never imports ``relay_nb.notebook``.
 Names load on first use, so importing this package costs nothing.
 """
 

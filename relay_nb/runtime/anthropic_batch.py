@@ -16,7 +16,8 @@ polling failed, abort, timeout) raises; abort and timeout cancel the batch, best
 an abandoned batch does not keep running (and costing) at the provider.
 
 Like ``anthropic.py`` this module imports the SDK only for type checking; the client comes
-from the runtime, which imports the SDK off the event loop on first use.
+from the runtime, which imports the SDK off the event loop on first use. The runtime is the
+caller's: this module never imports :mod:`relay_nb.runtime.anthropic` (which imports it).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 
 from relay_nb.errors import InvocationError
 from relay_nb.runtime.abort import AbortSignal
-from relay_nb.runtime.anthropic import _ERROR_TYPE_STATUS, MAX_BATCH_REQUESTS
+from relay_nb.runtime.anthropic_wire import ERROR_TYPE_STATUS
 from relay_nb.runtime.base import run_guarded
 from relay_nb.runtime.failures import classify_exception, classify_status
 from relay_nb.runtime.switch import check_model_request
@@ -42,7 +43,10 @@ if TYPE_CHECKING:
 
     from relay_nb.runtime.anthropic import AnthropicRuntime
 
-__all__ = ["custom_id", "invoke_batch", "poll_delays"]
+__all__ = ["MAX_BATCH_REQUESTS", "custom_id", "invoke_batch", "poll_delays"]
+
+MAX_BATCH_REQUESTS = 100_000
+"""The Message Batches API's limit on requests in one batch."""
 
 # Fixed reasons for items the provider did not answer with a message or a typed error.
 _CANCELED = BatchFailure(
@@ -234,7 +238,7 @@ def _item_error(result: Any) -> BatchFailure:
     Only a type from the fixed table is named in the message; the provider's text never is.
     """
     error_type = _field(_field(_field(result, "error"), "error"), "type")
-    status = _ERROR_TYPE_STATUS.get(error_type) if isinstance(error_type, str) else None
+    status = ERROR_TYPE_STATUS.get(error_type) if isinstance(error_type, str) else None
     if status is None:
         return _UNKNOWN_ERROR
     code, retryable = classify_status(status)

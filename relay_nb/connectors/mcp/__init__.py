@@ -6,7 +6,8 @@ Needs the optional extra: ``pip install 'relay-nb[mcp]'``. The ``mcp`` SDK is im
 when a connector is built, never by importing this package.
 """
 
-from relay_nb.connectors.mcp.spec import MCP, MCPSpecConfig, mcp_connector_from_config
+from relay_nb.connectors.mcp.descriptor import MCP, mcp_connector_from_config
+from relay_nb.connectors.mcp.spec import MCPSpecConfig
 
 __all__ = ["MCP", "MCPConnector", "MCPSpecConfig", "mcp_connector_from_config"]
 

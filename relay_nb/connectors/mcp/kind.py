@@ -17,7 +17,7 @@ __all__ = ["MCP_TYPE"]
 def _from_config(
     connector_id: str, *, name: str | None = None, description: str | None = None, **config: Any
 ) -> Connector:
-    from relay_nb.connectors.mcp.spec import mcp_connector_from_config
+    from relay_nb.connectors.mcp.descriptor import mcp_connector_from_config
 
     return mcp_connector_from_config(connector_id, config, name=name, description=description)
 

@@ -1,5 +1,6 @@
-"""What an MCP connector connects to: the ``MCP(...)`` descriptor, its JSON config form, and
-the launch it resolves to (environment variables read, secrets registered).
+"""What an MCP connector connects to: the server's settings (:class:`MCPSpecConfig`, the fields
+of the ``MCP(...)`` descriptor in :mod:`~relay_nb.connectors.mcp.descriptor` and the JSON config
+form) and the launch they resolve to (environment variables read, secrets registered).
 
 Secrets follow the HTTP connector's rule (:mod:`relay_nb.connectors.http.auth`): they are
 named by environment variable — ``env=["GITHUB_TOKEN"]`` passes one through to the server
@@ -25,7 +26,7 @@ import shlex
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -52,10 +53,7 @@ from relay_nb.redaction import (
     url_secrets,
 )
 
-if TYPE_CHECKING:
-    from relay_nb.connectors.mcp.connector import MCPConnector
-
-__all__ = ["MCP", "Launch", "MCPSpecConfig", "mcp_connector_from_config", "resolve_launch"]
+__all__ = ["Launch", "MCPSpecConfig", "resolve_launch", "validate_spec"]
 
 
 def _alias(*names: str, default: Any = None) -> Any:
@@ -65,7 +63,8 @@ def _alias(*names: str, default: Any = None) -> Any:
 
 class MCPSpecConfig(BaseModel):
     """An MCP server as a ``relay.config.json`` entry's ``config`` (and the fields of
-    :class:`MCP`): ``command`` (stdio) or ``url`` (streamable HTTP), exactly one.
+    :class:`~relay_nb.connectors.mcp.descriptor.MCP`): ``command`` (stdio) or ``url``
+    (streamable HTTP), exactly one.
 
     ``env`` names variables passed through to the server process: a list of names, or a
     mapping ``{"NAME_IN_SERVER": "NAME_HERE"}``. ``timeout_s`` bounds each request,
@@ -171,77 +170,9 @@ class MCPSpecConfig(BaseModel):
         return "stdio" if self.command is not None else "http"
 
 
-class MCP(MCPSpecConfig):
-    """An MCP server to connect: ``relay.connect("files", MCP(command=["python", "-m",
-    "my_server"]))`` (stdio) or ``relay.connect("docs", MCP(url="http://127.0.0.1:8000/mcp"))``
-    (streamable HTTP). See :class:`MCPSpecConfig` for the fields.
-
-    A frozen description only: nothing starts until :meth:`build_connector` (which
-    ``relay.connect`` calls) builds the connector, and the server is contacted when its tools
-    are first listed.
-
-    **Read-only tools.** A tool the server annotates ``readOnlyHint: true`` runs without the
-    user's approval. That annotation is the server's own claim — the MCP specification calls
-    tool annotations untrusted unless the server is — so for a server you do not trust give
-    ``trust_read_only_hints=False``: then only the tools you list in ``read_only_tools`` skip
-    approval.
-
-    **The stdio server's environment** is not the notebook's: it gets only ``HOME``,
-    ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM`` and ``USER`` (the MCP SDK's safe defaults),
-    plus the variables named in ``env`` and the values of ``env_values``. A server that needs
-    a credential gets it only when you name it, e.g. ``env=["GITHUB_TOKEN"]``.
-    """
-
-    def build_connector(self, connector_id: str, **options: Any) -> MCPConnector:
-        """The :class:`MCPConnector` for this server under ``connector_id``.
-
-        ``name`` and ``description`` label it; any other option overrides the field of the
-        same name (``timeout_s=5``, ``read_only_tools=[...]``).
-        """
-        name = options.pop("name", None)
-        description = options.pop("description", None)
-        spec: MCPSpecConfig = self
-        if options:
-            unknown = sorted(set(options) - set(type(self).model_fields))
-            if unknown:
-                accepted = ", ".join(["name", "description", *type(self).model_fields])
-                raise ConfigurationError(
-                    f"MCP does not take {', '.join(unknown)}; it takes: {accepted}"
-                )
-            spec = _validated({**self.model_dump(exclude_unset=True), **options})
-        return _connector(connector_id, spec, name=name, description=description, warn=True)
-
-
-def mcp_connector_from_config(
-    connector_id: str,
-    config: MCPSpecConfig | Mapping[str, Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-) -> MCPConnector:
-    """The connector a ``{"type": "mcp", "id": ..., "config": {...}}`` entry describes.
-
-    Config files have their inline secrets refused before this runs (``${VAR}`` references
-    are substituted by then), so values here do not warn.
-    """
-    spec = config if isinstance(config, MCPSpecConfig) else _validated(dict(config))
-    return _connector(connector_id, spec, name=name, description=description, warn=False)
-
-
-def _connector(
-    connector_id: str,
-    spec: MCPSpecConfig,
-    *,
-    name: str | None,
-    description: str | None,
-    warn: bool,
-) -> MCPConnector:
-    from relay_nb.connectors.mcp.connector import MCPConnector
-
-    return MCPConnector(connector_id, spec, name=name, description=description, warn=warn)
-
-
-def _validated(data: dict[str, Any]) -> MCPSpecConfig:
+def validate_spec(data: dict[str, Any]) -> MCPSpecConfig:
+    """``data`` as settings; the first problem is a :class:`ConfigurationError` that never
+    echoes a value (it may be a secret)."""
     try:
         return MCPSpecConfig.model_validate(data)
     except ValidationError as exc:

@@ -1,29 +1,16 @@
-"""The ``relay-nb`` command line: the demo, and talking to a model runtime from a shell.
+"""The ``relay-nb`` command line's arguments: every command, its options and their help.
 
-``relay-nb demo`` builds a sample shop database and asks it three questions end to end
-(offline with a scripted model when none is configured; see :mod:`relay_nb.demo`);
-``--notebook`` writes and executes the quickstart notebook instead.
-``relay-nb eval BANK`` measures the answers on a question bank (see
-:mod:`relay_nb.demo.evaluate`). ``relay-nb invoke PROFILE QUESTION`` sends one question and
-prints the answer with its usage receipt; ``relay-nb conformance PROFILE`` checks a runtime
-against the Relay contract. Both take the same profile strings as ``RELAY_MODEL``
-(``scripted:PATH`` works offline).
+The commands run elsewhere in :mod:`relay_nb.cli`; this module only declares what each takes,
+so ``relay-nb --help`` and a usage error cost no import beyond :mod:`argparse`.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import inspect
-import json
-import os
-import sys
-from collections.abc import Sequence
 
 from relay_nb import __version__
-from relay_nb.errors import RelayError
 
-__all__ = ["main"]
+__all__ = ["build_parser"]
 
 
 def _positive(kind: type[int] | type[float]):
@@ -42,7 +29,8 @@ def _positive(kind: type[int] | type[float]):
     return parse
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """``relay-nb`` and its commands: demo, ask, eval, invoke, conformance."""
     parser = argparse.ArgumentParser(
         prog="relay-nb", description="relay_nb: ask your data in plain language from Jupyter."
     )
@@ -157,129 +145,3 @@ def _build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--timeout", type=_positive(float), default=120.0)
     conformance.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
-
-
-async def _invoke(args: argparse.Namespace) -> int:
-    from relay_nb.runtime.profiles import runtime_from_profile
-    from relay_nb.runtime.types import InvocationRequest, Message
-
-    runtime = runtime_from_profile(args.profile)
-    messages = [Message.system(args.system)] if args.system else []
-    request = InvocationRequest(
-        messages=[*messages, Message.user(args.question)], max_output_tokens=args.max_output_tokens
-    )
-
-    def echo(delta: str) -> None:
-        sys.stdout.write(delta)
-        sys.stdout.flush()
-
-    stream = args.stream and runtime.capabilities().streaming and not args.json
-    result = await runtime.invoke(request, timeout=args.timeout, on_text=echo if stream else None)
-    if args.json:
-        print(result.model_dump_json(indent=2))
-        return 0
-    if stream:
-        print()
-    else:
-        print(result.output_text)
-    for call in result.tool_calls:
-        print(f"tool call {call.name}: {json.dumps(call.input)}")
-    print(_receipt(result), file=sys.stderr)
-    return 0
-
-
-def _receipt(result) -> str:
-    usage = result.usage
-    approx = "~" if usage.estimated else ""
-    cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.6f}"
-    who = f"{result.simulated} {result.provider}" if result.simulated else result.provider
-    return (
-        f"[{who} {result.model} ({result.model_source}) · "
-        f"{approx}{usage.input_tokens or 0} in / {approx}{usage.output_tokens or 0} out · "
-        f"{cost} · {result.latency_ms:.0f} ms]"
-    )
-
-
-async def _conformance(args: argparse.Namespace) -> int:
-    from relay_nb.runtime.conformance import check_runtime_conformance
-    from relay_nb.runtime.profiles import runtime_from_profile
-
-    report = await check_runtime_conformance(
-        runtime_from_profile(args.profile), timeout=args.timeout
-    )
-    if args.json:
-        print(json.dumps({"passed": report.passed, **report.model_dump(mode="json")}, indent=2))
-    else:
-        for check in report.checks:
-            mark = "ok  " if check.passed else "FAIL"
-            print(f"{mark} {check.name}" + (f"  ({check.detail})" if check.detail else ""))
-        print(f"{report.runtime_id}: {'conforms' if report.passed else 'does NOT conform'}")
-    return 0 if report.passed else 1
-
-
-def _ask(args: argparse.Namespace) -> int:
-    from relay_nb.demo.ask import run_ask
-
-    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
-    return run_ask(args.target, args.question, model=args.model, tables=tables)
-
-
-def _eval(args: argparse.Namespace) -> int:
-    from relay_nb.demo.evaluate import EvalOptions, run_eval_command
-
-    options = EvalOptions(
-        args.bank,
-        model=args.model,
-        connect=args.connect,
-        concurrency=args.concurrency,
-        repeat=args.repeat,
-        max_cost_usd=args.max_cost,
-        batch=args.batch,
-        min_accuracy=args.min_accuracy,
-        record=args.record,
-        compare=args.compare,
-        save=not args.no_save,
-        output_json=args.json,
-        html=args.html,
-        estimate_only=args.estimate,
-        oracle=args.oracle,
-    )
-    return run_eval_command(options)
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from relay_nb.demo.run import run_demo
-
-    return run_demo(db=args.db, model=args.model, notebook=args.notebook, timeout=args.timeout)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:  # `relay-nb` alone: what it can do, not an error
-        parser.print_help()
-        return 0
-    handlers = {
-        "ask": _ask,
-        "demo": _demo,
-        "eval": _eval,
-        "invoke": _invoke,
-        "conformance": _conformance,
-    }
-    handler = handlers[args.command]
-    try:
-        outcome = handler(args)
-        return asyncio.run(outcome) if inspect.iscoroutine(outcome) else outcome
-    except RelayError as exc:
-        print(f"relay-nb: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("relay-nb: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `relay-nb eval … | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

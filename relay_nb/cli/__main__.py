@@ -1,0 +1,5 @@
+"""``python -m relay_nb.cli``: the ``relay-nb`` command without the console script."""
+
+from relay_nb.cli import main
+
+raise SystemExit(main())
