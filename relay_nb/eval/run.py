@@ -44,9 +44,10 @@ from relay_nb.agent.pricing import price_usage
 from relay_nb.agent.session import Session
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.errors import ConfigurationError, RelayError
+from relay_nb.eval.attempts import Attempt, EvalEstimate
 from relay_nb.eval.bank import BankQuestion, QuestionBank, load_bank, read_expected_csv
 from relay_nb.eval.compare import Table, compare_results
-from relay_nb.eval.report import Attempt, EvalEstimate, EvalReport
+from relay_nb.eval.report import EvalReport
 from relay_nb.runtime.types import Usage, estimate_request_tokens
 
 __all__ = ["EvalProgress", "estimate_eval", "run_eval"]

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relay_nb.agent.routing import ModelSetting
+from relay_nb.eval.attempts import EvalEstimate
 from relay_nb.eval.bank import QuestionBank, load_bank
-from relay_nb.eval.report import EvalEstimate, EvalReport
+from relay_nb.eval.report import EvalReport
 from relay_nb.eval.run import EvalProgress, estimate_eval, run_eval
 from relay_nb.facade.loop_thread import run_sync
 
