@@ -17,7 +17,8 @@ an abandoned batch does not keep running (and costing) at the provider.
 
 Like ``anthropic.py`` this module imports the SDK only for type checking; the client comes
 from the runtime, which imports the SDK off the event loop on first use. The runtime is the
-caller's: this module never imports :mod:`relay_nb.runtime.anthropic` (which imports it).
+caller's, typed by what the batch needs of it (:class:`BatchingRuntime`): this module never
+imports :mod:`relay_nb.runtime.anthropic` (which imports it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from relay_nb.errors import InvocationError
@@ -35,15 +36,44 @@ from relay_nb.runtime.anthropic_wire import ERROR_TYPE_STATUS
 from relay_nb.runtime.base import run_guarded
 from relay_nb.runtime.failures import classify_exception, classify_status
 from relay_nb.runtime.switch import check_model_request
-from relay_nb.runtime.types import BatchFailure, BatchOutcome, InvocationRequest
+from relay_nb.runtime.types import (
+    BatchFailure,
+    BatchOutcome,
+    InvocationRequest,
+    InvocationResult,
+)
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
     from anthropic.types.messages import MessageBatch
 
-    from relay_nb.runtime.anthropic import AnthropicRuntime
+__all__ = ["MAX_BATCH_REQUESTS", "BatchingRuntime", "custom_id", "invoke_batch", "poll_delays"]
 
-__all__ = ["MAX_BATCH_REQUESTS", "custom_id", "invoke_batch", "poll_delays"]
+
+class BatchingRuntime(Protocol):
+    """What a batch call needs of its runtime (:class:`AnthropicRuntime` is the one): its
+    identity and limits, its client, and the request and result mapping ``invoke`` uses, so
+    a batch item is exactly the request ``invoke`` would send."""
+
+    id: str
+    provider: str
+    default_timeout: float | None
+    batch_poll_interval: float
+    batch_poll_max_interval: float
+    batch_poll_max_failures: int
+    batch_cancel_timeout: float
+
+    @property
+    def base_url(self) -> str: ...
+
+    def _check_allowed(self) -> None: ...
+
+    async def _client(self) -> AsyncAnthropic: ...
+
+    def _params(self, request: InvocationRequest) -> dict[str, Any]: ...
+
+    def _result(self, message: Any, latency_ms: float) -> InvocationResult: ...
+
 
 MAX_BATCH_REQUESTS = 100_000
 """The Message Batches API's limit on requests in one batch."""
@@ -95,7 +125,7 @@ def poll_delays(initial: float, cap: float) -> Iterator[float]:
 
 
 async def invoke_batch(
-    runtime: AnthropicRuntime,
+    runtime: BatchingRuntime,
     requests: Sequence[InvocationRequest],
     *,
     timeout: float | None = None,
@@ -120,7 +150,7 @@ async def invoke_batch(
     )
 
 
-async def _run(runtime: AnthropicRuntime, requests: list[InvocationRequest]) -> list[BatchOutcome]:
+async def _run(runtime: BatchingRuntime, requests: list[InvocationRequest]) -> list[BatchOutcome]:
     client = await runtime._client()
     items = [
         {"custom_id": custom_id(index), "params": runtime._params(request)}
@@ -174,7 +204,7 @@ async def _create(client: AsyncAnthropic, items: list[dict[str, Any]], *, grace:
 
 
 async def _until_ended(
-    runtime: AnthropicRuntime, client: AsyncAnthropic, batch: MessageBatch
+    runtime: BatchingRuntime, client: AsyncAnthropic, batch: MessageBatch
 ) -> MessageBatch:
     """Poll until the batch has ended; a few transient poll failures in a row are tolerated."""
     delays = poll_delays(runtime.batch_poll_interval, runtime.batch_poll_max_interval)
@@ -213,7 +243,7 @@ async def _read_results(client: AsyncAnthropic, batch_id: str) -> dict[str, Any]
     return found
 
 
-def _outcome(runtime: AnthropicRuntime, result: Any, latency_ms: float) -> BatchOutcome:
+def _outcome(runtime: BatchingRuntime, result: Any, latency_ms: float) -> BatchOutcome:
     if result is None:
         return _rejected(_MISSING)
     kind = _field(result, "type")
