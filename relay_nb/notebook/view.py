@@ -19,7 +19,7 @@ from pydantic import PrivateAttr
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.views import HTML_PREVIEW_ROWS, turn_html, turn_text
 
-__all__ = ["NotebookTurn", "StaticTurnDisplay", "turn_bundle"]
+__all__ = ["NotebookTurn", "turn_bundle"]
 
 METADATA_KEY = "relay_nb"
 
@@ -48,23 +48,6 @@ def turn_bundle(
         }
     }
     return data, metadata
-
-
-class StaticTurnDisplay:
-    """A turn to pass to ``display()``: its static bundle (text, HTML, metadata), no widgets.
-
-    Not the view-model :class:`relay_nb.views.TurnView`, which decides what every rendering
-    shows; this only hands :func:`turn_bundle` to IPython's display machinery.
-    """
-
-    def __init__(self, turn: TurnResult, *, max_rows: int = HTML_PREVIEW_ROWS) -> None:
-        self.turn = turn
-        self.max_rows = max_rows
-
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> tuple[dict[str, str], dict[str, Any]]:
-        return turn_bundle(self.turn, max_rows=self.max_rows)
 
 
 class NotebookTurn(TurnResult):
