@@ -43,7 +43,7 @@ from relay_nb.connectors.dataframe.frames import (
 )
 from relay_nb.connectors.guarded import GuardedSQLConnector
 from relay_nb.connectors.results import QueryResult
-from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.connectors.sql.connector import Blocking, SQLConnector
 from relay_nb.connectors.sql.introspect.common import compact_type
 from relay_nb.connectors.sql.readonly import CancelHandle
 from relay_nb.errors import ConfigurationError, QueryExecutionError
@@ -247,11 +247,13 @@ class DataFrameConnector(SQLConnector):
             grace_s=self.statement_timeout_s,
         )
 
-    def _execute(self, sql: str, cancel: CancelHandle) -> QueryResult:
+    def _execute(
+        self, sql: str, cancel: CancelHandle, blocking: Blocking | None = None
+    ) -> QueryResult:
         # one DuckDB connection holds the registrations: queries take turns on it
         with self._lock:
             self._check_open()
-            return super()._execute(sql, cancel)
+            return super()._execute(sql, cancel, blocking)
 
     @contextlib.contextmanager
     def _driver(self) -> Iterator[Any]:

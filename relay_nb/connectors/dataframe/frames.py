@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -87,7 +87,8 @@ def _check_source(table: str, value: object) -> FrameSource:
     if isinstance(value, pd.DataFrame):
         return value
     if callable(value) and not isinstance(value, type):
-        return value  # checked when called: at connect, then before every query and prompt
+        # checked when called: at connect, then before every query and prompt
+        return cast("Callable[[], pd.DataFrame]", value)
     raise ConfigurationError(f"table {table!r}: {_not_a_frame(value)}")
 
 

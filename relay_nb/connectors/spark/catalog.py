@@ -65,14 +65,11 @@ def read_spark_catalog(
         ]
         found = []
         for entry, future in zip(listed, futures, strict=True):
+            columns = entry.columns
             try:
-                columns = (
-                    entry.columns
-                    if future is None
-                    else _within(
-                        future, deadline, timeout_s, f"{len(found)} of {len(listed)} tables read"
-                    )
-                )
+                if future is not None:  # the listing did not give this table's columns
+                    progress = f"{len(found)} of {len(listed)} tables read"
+                    columns = _within(future, deadline, timeout_s, progress)
             except QueryExecutionError:
                 raise
             except Exception as exc:  # one unreadable table (no permission) costs only itself
@@ -83,7 +80,7 @@ def read_spark_catalog(
                     schema_name=entry.schema,
                     name=entry.name,
                     kind=entry.kind,
-                    columns=tuple(columns),
+                    columns=tuple(columns or ()),
                     comment=entry.comment,
                 )
             )

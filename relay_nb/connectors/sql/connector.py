@@ -73,13 +73,14 @@ schema is kept without a read for at most this long, then read and profiled agai
 _INLINE_TABLES = 200
 """A cached catalog this small renders for a question in well under a millisecond."""
 _CATALOG_READ_S = 10.0
-
-
-def _call(fetch: Callable[[], FetchedRows]) -> FetchedRows:
-    return fetch()
-
-
 """What the connect check allows the catalog read itself; profiling adds its own budget."""
+
+Blocking = Callable[[Callable[[], FetchedRows]], FetchedRows]
+"""How the driver's call is made: ``fetch()`` here, or handed to a worker thread."""
+
+
+def _here(fetch: Callable[[], FetchedRows]) -> FetchedRows:
+    return fetch()
 
 
 class SQLConnector(GuardedSQLConnector):
@@ -151,7 +152,7 @@ class SQLConnector(GuardedSQLConnector):
         self._tables = list(tables) if tables is not None else None
         self._schemas = list(schemas) if schemas is not None else None
         self._owns_engine = not isinstance(url, Engine)
-        given = parse_url(url) if self._owns_engine else url.url
+        given = url.url if isinstance(url, Engine) else parse_url(url)
         written = given.render_as_string(hide_password=False)
         for secret in url_secrets(written):
             register_secret(secret)
@@ -372,17 +373,17 @@ class SQLConnector(GuardedSQLConnector):
         self,
         sql: str,
         cancel: CancelHandle,
-        blocking: Callable[[Callable[[], FetchedRows]], FetchedRows] = _call,
+        blocking: Blocking | None = None,
     ) -> QueryResult:
         """Guard, run and frame ``sql``; ``blocking`` makes the driver's call (on a worker
-        thread for :meth:`query`, here for :meth:`aquery`, which is on one already)."""
+        thread for :meth:`query`; None: here, for :meth:`aquery`, which is on one already)."""
         self._check_not_closed()
         guarded = self.guard(sql)
         self._before_run(guarded)
         budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
         search_path = self.catalog.default_schema if self.policy.pins_search_path else None
         try:
-            fetched = blocking(
+            fetched = (blocking or _here)(
                 lambda: run_read_only(
                     self.engine,
                     guarded.sql,

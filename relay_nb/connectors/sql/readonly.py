@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -362,7 +362,8 @@ def _is_disconnect(engine: Engine, exc: Exception, raw: Any) -> bool:
     if isinstance(exc, QueryCancelled | ReadOnlyNotEnforced):
         return False
     try:
-        return bool(engine.dialect.is_disconnect(exc, raw.dbapi_connection, None))
+        # any exception: the dialect's test looks at its type itself (typed for DBAPI errors)
+        return bool(engine.dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None))
     except Exception:  # a dialect that cannot tell: treat it as a query error
         return False
 

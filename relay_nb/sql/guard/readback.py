@@ -74,12 +74,12 @@ def shape(tree: exp.Expr) -> list[object] | None:
     """
     flat: list[object] = []
     append = flat.append
-    due: list[tuple[object, int]] = [(tree, 0)]
+    due: list[tuple[exp.Expr | list[object], int]] = [(tree, 0)]
     later = due.append
     expression, child, end, limit = exp.Expr, _CHILD, _END, rules.MAX_TREE_DEPTH
     chain_class = rules.chain_class
     for item, depth in due:  # grows as it goes: the records still to write
-        if type(item) is list:
+        if isinstance(item, list):  # queued only as exact lists (below), so type(…) is list
             append(len(item))
             for value in item:
                 if isinstance(value, expression) or type(value) is list:
@@ -93,7 +93,7 @@ def shape(tree: exp.Expr) -> list[object] | None:
         kind = type(item)
         append(kind)
         chain = chain_class(kind)
-        for key, value in item.args.items():  # type: ignore[attr-defined]
+        for key, value in item.args.items():
             if value is None:
                 continue
             append(key)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 
 from sqlglot import exp
+from sqlglot.expressions.dml import DML
 
 from relay_nb.sql.guard import lookups as guard_catalog
 
@@ -79,7 +80,7 @@ __all__ = [
 # Statements and commands, by sqlglot node class. The guard refuses these anywhere in the tree.
 
 STATEMENT_NODES: tuple[type[exp.Expr], ...] = (
-    exp.DML,  # INSERT, UPDATE, DELETE, MERGE (writable CTEs included)
+    DML,  # INSERT, UPDATE, DELETE, MERGE (writable CTEs included)
     exp.DDL,  # CREATE, and INSERT again
     exp.Drop,
     exp.Alter,

@@ -14,7 +14,7 @@ from typing import NoReturn
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from relay_nb.errors import UnsafeQueryError
 from relay_nb.sql.guard import rules

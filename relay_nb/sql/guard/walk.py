@@ -170,7 +170,7 @@ _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("into", exp.Into),
     ("lock", exp.Lock),
     ("hint", exp.Hint),
-    ("variable", exp.SessionParameter | exp.Parameter),
+    ("variable", (exp.SessionParameter, exp.Parameter)),
     ("identifier", exp.Identifier),
     ("datatype", exp.DataType),
     ("assignment", exp.PropertyEQ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 from operator import itemgetter
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -76,16 +77,17 @@ def _read_columns(
     hide the rest of the database.
     """
     failure = _driver_error(conn)
+    rows: Sequence[Any]
     try:
         rows = _columns(conn, database, "('table', 'view')")
-    except failure:
-        rows = _columns(conn, database, "('table')")
+    except failure:  # the slow path: a broken view (rows become a list to extend)
+        rows = list(_columns(conn, database, "('table')"))
         views = _fetch(
             conn, f"SELECT name FROM {_quote(database)}.sqlite_master WHERE type = 'view'"
         )
         for (view,) in views:
             try:
-                rows += _columns(conn, database, "('view')", view)
+                rows.extend(_columns(conn, database, "('view')", view))
             except failure:
                 continue
     # a catalog repeats a handful of declared types thousands of times: compact each once
@@ -116,7 +118,7 @@ def _driver_error(conn: sa.Connection) -> type[Exception]:
     return conn.dialect.loaded_dbapi.OperationalError
 
 
-def _fetch(conn: sa.Connection, sql: str, params: Sequence[str] = ()) -> list[tuple]:
+def _fetch(conn: sa.Connection, sql: str, params: Sequence[str] = ()) -> Sequence[Any]:
     """Run on the driver's own cursor: SQLAlchemy's Row wrapping of 20,000 catalog rows costs
     more than the catalog query itself (~25 ms of ~75 ms at 1,000 x 20). Same connection, so
     its connect-time settings (``mode=ro``, ``query_only``) apply as for any statement; the
@@ -129,7 +131,9 @@ def _fetch(conn: sa.Connection, sql: str, params: Sequence[str] = ()) -> list[tu
         cursor.close()
 
 
-def _columns(conn: sa.Connection, database: str, kinds: str, name: str | None = None) -> list:
+def _columns(
+    conn: sa.Connection, database: str, kinds: str, name: str | None = None
+) -> Sequence[Any]:
     sql = f"""
         SELECT m.type, m.name, p.cid, p.name, p.type, p."notnull", p.pk
         FROM {_quote(database)}.sqlite_master AS m
@@ -160,6 +164,6 @@ def _read_foreign_keys(
             seq,
             column,
             label,
-            known.get(ref_table.lower(), ref_table),
+            known.get(ref_table.lower()) or ref_table,
             ref_column,
         )

@@ -32,9 +32,13 @@ class Context(Protocol):
     """What a handler may ask of the analysis (:class:`sizer._Sizer`)."""
 
     limits: SizeLimits
-    sql_length: int
     text_factor: int
     """Bytes a value of unknown type prints as, per byte (the family's ``size_text_factor``)."""
+
+    @property
+    def sql_length(self) -> int:
+        """The query's length as written out, in characters."""
+        ...
 
     def value(self, node: exp.Expr) -> Val: ...
 

@@ -309,7 +309,8 @@ def _array(sizer: Analysis, node: exp.Expr, scope: Scope) -> Val:
         val = sizer.value(element, scope)
         size, inner, one, items = size + val.slot(), inner + val.size, one.join(val.size), items + 1
     numbers = [counts.literal_int(element) for element in node.expressions]
-    top = max(numbers) if numbers and None not in numbers else None
+    known = [number for number in numbers if number is not None]
+    top = max(known) if known and len(known) == len(numbers) else None
     element = Val(one, FIXED if top is not None else ANY, top=top)
     return Val(size, LIST, Size(items), element, inner)
 

@@ -473,7 +473,7 @@ class _Sizer:
                 f"{_name(node)}() runs as {runs_as}(…), whose size depends on the data; "
                 f"write {runs_as}(…) yourself"
             )
-        return Val(per_run(one.size, keys), one.kind, one.items, one.elem, one.top)
+        return Val(per_run(one.size, keys), one.kind, one.items, one.elem, top=one.top)
 
     def rule(self, node: exp.Func) -> SizeRule | None:
         for name in _names(type(node)) if not _is_anonymous(node) else (fold(node.name),):
