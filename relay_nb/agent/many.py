@@ -22,6 +22,8 @@ from relay_nb.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from relay_nb.agent.settings import TurnSettings
+    from relay_nb.connectors.registry import ConnectorRegistry
+    from relay_nb.runtime.types import Message
 
 __all__ = ["INDEPENDENT", "AsksMany", "Planned"]
 
@@ -38,11 +40,19 @@ class AsksMany:
     ``runtime_for``, ``connectors`` and ``_turn``)."""
 
     if TYPE_CHECKING:
-        connectors: Mapping[str, Any]
+        connectors: ConnectorRegistry
 
         def plan(self, call: Mapping[str, Any] | None = None) -> Planned: ...
         def runtime_for(self, settings: TurnSettings) -> Any: ...
-        async def _turn(self, question: str, planned: Planned, **options: Any) -> TurnResult: ...
+        async def _turn(
+            self,
+            question: str,
+            planned: Planned,
+            *,
+            history: list[Message],
+            runtime: Any = None,
+            limits: Sequence[UsageLimit] = (),
+        ) -> TurnResult: ...
 
     async def ask_many(
         self,

@@ -12,6 +12,15 @@ value. Where a value comes from is one visible order, lowest first::
 - **skill**: what the active skills ask for (the most demanding ``tier`` and ``max_steps``);
 - **call**: the keywords of one ``relay.ask(...)`` / ``%relay --max-steps …``.
 
+The keywords a question takes are declared once, here, beside the model they fill:
+:class:`CallOptions` (``ask_many``'s), :class:`AskOptions` (``ask``, ``ask_async`` and
+``stream``: ``approval`` too) and :class:`SessionOptions` (``relay.configure``: the settings
+that are not per question too). They are ``TypedDict`` classes, used as ``**options:
+Unpack[AskOptions]``, so an IDE or a type checker still sees each keyword and its type; the
+``%relay`` magic's option table names the key each of its settings fills.
+:func:`options_layer` turns them into a :class:`SettingsLayer` (only ``skill`` is spelled
+otherwise than its field, ``skills``).
+
 A layer is a plain mapping of the fields it sets (:func:`settings_layer` checks one); a
 value of ``None`` in a call means "not set here", so a call cannot *remove* a cap the session
 set — it can only set its own. :meth:`TurnSettings.origin` says which layer set a field,
@@ -26,19 +35,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from relay_nb.agent.caps import UsageCaps
+from relay_nb.agent.routing import ModelSetting
 from relay_nb.agent.skills import TIERS, Tier
 from relay_nb.errors import ConfigurationError
 
 __all__ = [
     "LAYERS",
     "Approval",
+    "AskOptions",
+    "CallOptions",
+    "SessionOptions",
+    "SettingsLayer",
     "TurnSettings",
     "merge_settings",
+    "option_setting",
+    "options_layer",
     "settings_layer",
     "skill_layer",
 ]
@@ -133,6 +149,79 @@ class TurnSettings(BaseModel):
     def layer(self, name: str) -> dict[str, Any]:
         """The values the layer ``name`` contributed (what ``origin`` points at)."""
         return {f: getattr(self, f) for f, source in self._origins.items() if source == name}
+
+
+class SettingsLayer(TypedDict, total=False):
+    """One layer as a type: the :class:`TurnSettings` fields it sets (a key left out, or
+    None, is not set here)."""
+
+    model: ModelSetting
+    skills: str | Sequence[str] | None
+    tier: Tier | None
+    max_steps: int | None
+    max_output_tokens: int | None
+    max_cost_usd: float | None
+    max_tokens: int | None
+    approval: Approval | None
+    max_retries: int | None
+    retry_base_s: float | None
+    context_window: int | None
+    batch: bool | None
+
+
+class CallOptions(TypedDict, total=False):
+    """The settings one question may set, as keywords (``relay.ask_many(qs, max_steps=4)``).
+
+    A keyword left out, or None, is not set by the question: the session's value (or its
+    skill's) applies. Each is checked by :class:`TurnSettings` when the question is asked.
+    """
+
+    model: ModelSetting
+    """A profile (``"anthropic:claude-sonnet-4-6"``), a kind routed by tier, or a runtime."""
+    skill: str | Sequence[str] | None
+    """A skill's name, or several (the ``skills`` setting; None: every registered one)."""
+    max_steps: int | None
+    """Model calls the turn may make."""
+    max_cost_usd: float | None
+    """The turn's dollar cap."""
+    max_tokens: int | None
+    """The turn's token cap."""
+    max_output_tokens: int | None
+    """Output tokens one model call may produce."""
+
+
+class AskOptions(CallOptions, total=False):
+    """What ``relay.ask``, ``ask_async`` and ``stream`` take: :class:`CallOptions` and
+    ``approval``, which needs someone to ask (``ask_many``'s independent questions have
+    none)."""
+
+    approval: Approval | None
+    """Tools that need approval: "ask" the approver, "allow" or "deny" them."""
+
+
+class SessionOptions(AskOptions, total=False):
+    """What ``relay.configure`` takes: :class:`AskOptions` and the settings a question does
+    not set on its own."""
+
+    tier: Tier | None
+    context_window: int | None
+    max_retries: int | None
+    retry_base_s: float | None
+
+
+_OPTION_SETTINGS = {"skill": "skills"}
+"""Options spelled otherwise than the setting they fill (``skill="x"`` sets ``skills``)."""
+
+
+def option_setting(option: str) -> str:
+    """The :class:`TurnSettings` field the option ``option`` fills."""
+    return _OPTION_SETTINGS.get(option, option)
+
+
+def options_layer(options: Mapping[str, Any]) -> SettingsLayer:
+    """The settings layer that keyword options (:class:`SessionOptions`' keys) make; their
+    values are checked when the layer is (:func:`settings_layer`)."""
+    return cast(SettingsLayer, {option_setting(key): value for key, value in options.items()})
 
 
 def settings_layer(values: Mapping[str, Any], *, where: str = "settings") -> dict[str, Any]:

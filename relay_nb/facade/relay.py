@@ -5,8 +5,10 @@ Everything a notebook, a script or the ``%relay`` magic does goes through its pu
 keyword arguments (and redefine on a re-run cell instead of failing); ``ask`` is synchronous
 — it works in a script and inside Jupyter's running loop alike (see
 :mod:`relay_nb.facade.loop_thread`), with Ctrl-C cancelling the turn cleanly — and takes every
-per-question option as a named, typed keyword. Behind it is the agent layer's engine
-(:class:`relay_nb.agent.session.Session`), which nothing above the facade touches.
+per-question option as a named, typed keyword (declared once, as
+:class:`~relay_nb.agent.settings.AskOptions`; ``help(relay.ask)`` lists them). Behind it is
+the agent layer's engine (:class:`relay_nb.agent.session.Session`), which nothing above the
+facade touches.
 
 ``relay_nb.default_relay()`` (:mod:`relay_nb.facade.default`) is the kernel's default
 instance, the one the magics use.
@@ -18,7 +20,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pydantic import ValidationError
 
@@ -31,14 +33,26 @@ from relay_nb.agent.pricing import PriceTable
 from relay_nb.agent.routing import ModelSetting
 from relay_nb.agent.services import EventSink
 from relay_nb.agent.session import Session
-from relay_nb.agent.settings import Approval, TurnSettings
+from relay_nb.agent.settings import (
+    Approval,
+    AskOptions,
+    CallOptions,
+    SessionOptions,
+    TurnSettings,
+)
 from relay_nb.agent.skills import Skill, Tier
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, check_reachable
 from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
-from relay_nb.facade.call_options import LedgerSetting, call_layer, first_problem, ledger_from
+from relay_nb.facade.call_options import (
+    LedgerSetting,
+    call_layer,
+    first_problem,
+    ledger_from,
+    takes_options,
+)
 from relay_nb.facade.config import apply_config, build_skill, load_config
 from relay_nb.facade.evaluation import Evaluates
 from relay_nb.facade.knowledge import KnowledgeInput, attach, save_verified
@@ -349,54 +363,27 @@ class Relay(Evaluates):
         says which layer set a value)."""
         return self._engine.settings
 
-    def configure(
-        self,
-        *,
-        model: ModelSetting = None,
-        skill: str | Sequence[str] | None = None,
-        tier: Tier | None = None,
-        max_steps: int | None = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        approval: Approval | None = None,
-        context_window: int | None = None,
-        max_retries: int | None = None,
-        retry_base_s: float | None = None,
-    ) -> TurnSettings:
-        """Change this session's defaults (the ``session`` layer); an option left out (None)
-        keeps its value. Returns the settings a question now gets."""
-        return self._engine.configure(
-            model=model,
-            skills=skill,
-            tier=tier,
-            max_steps=max_steps,
-            max_cost_usd=max_cost_usd,
-            max_tokens=max_tokens,
-            max_output_tokens=max_output_tokens,
-            approval=approval,
-            context_window=context_window,
-            max_retries=max_retries,
-            retry_base_s=retry_base_s,
-        )
+    @takes_options(SessionOptions)
+    def configure(self, **settings: Unpack[SessionOptions]) -> TurnSettings:
+        """Change this session's defaults (the ``session`` layer): :meth:`ask`'s options, and
+        ``tier``, ``context_window``, ``max_retries``, ``retry_base_s`` (declared as
+        :class:`~relay_nb.agent.settings.SessionOptions`); an option left out (None) keeps
+        its value. Returns the settings a question now gets."""
+        layer = call_layer(settings, accepted=SessionOptions, method="Relay.configure")
+        return self._engine.configure(**layer)
 
     # -- asking ---------------------------------------------------------------------------------
 
+    @takes_options(AskOptions)
     def ask(
         self,
         question: str,
         *,
-        model: ModelSetting = None,
-        skill: str | Sequence[str] | None = None,
-        max_steps: int | None = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        approval: Approval | None = None,
         approver: Approver | None = None,
         clarifier: Clarifier | None = None,
         on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
+        **options: Unpack[AskOptions],
     ) -> TurnResult:
         """Answer ``question`` (blocking). Works in scripts and in a running notebook loop;
         Ctrl-C / interrupting the kernel cancels the turn, its running query included.
@@ -406,12 +393,11 @@ class Relay(Evaluates):
         ``max_tokens`` (this turn's caps), ``max_output_tokens`` (per model call),
         ``approval`` ("ask", "allow", "deny") and ``approver`` (who is asked), ``clarifier``
         (who answers the model's ``clarify`` questions; None: it cannot ask). ``on_event``
-        sees every event as it happens; ``abort`` stops the turn from another thread.
+        sees every event as it happens; ``abort`` stops the turn from another thread. The
+        options are declared as :class:`~relay_nb.agent.settings.AskOptions`.
         """
+        call = call_layer(options, accepted=AskOptions, method="Relay.ask")
         abort = abort or AbortSignal()
-        call = call_layer(
-            model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
-        )
         coroutine = self._engine.ask_async(
             question,
             call,
@@ -422,26 +408,19 @@ class Relay(Evaluates):
         )
         return run_sync(coroutine, on_interrupt=lambda: abort.abort("interrupted"))
 
+    @takes_options(AskOptions)
     async def ask_async(
         self,
         question: str,
         *,
-        model: ModelSetting = None,
-        skill: str | Sequence[str] | None = None,
-        max_steps: int | None = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        approval: Approval | None = None,
         approver: Approver | None = None,
         clarifier: Clarifier | None = None,
         on_event: EventSink | None = None,
         abort: AbortSignal | None = None,
+        **options: Unpack[AskOptions],
     ) -> TurnResult:
         """``await relay.ask_async(...)``: the same turn as :meth:`ask`, on the caller's loop."""
-        call = call_layer(
-            model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
-        )
+        call = call_layer(options, accepted=AskOptions, method="Relay.ask_async")
         return await self._engine.ask_async(
             question,
             call,
@@ -451,31 +430,25 @@ class Relay(Evaluates):
             clarifier=clarifier,
         )
 
+    @takes_options(AskOptions)
     def stream(
         self,
         question: str,
         *,
-        model: ModelSetting = None,
-        skill: str | Sequence[str] | None = None,
-        max_steps: int | None = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        approval: Approval | None = None,
         approver: Approver | None = None,
         clarifier: Clarifier | None = None,
         abort: AbortSignal | None = None,
+        **options: Unpack[AskOptions],
     ) -> AsyncIterator[Event]:
         """``async for event in relay.stream(q)``: the turn's events as they happen (options
         as for :meth:`ask`); the finished turn is ``relay.turns[-1]``. Leaving the loop early
         cancels the turn."""
-        call = call_layer(
-            model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens, approval
-        )
+        call = call_layer(options, accepted=AskOptions, method="Relay.stream")
         return self._engine.stream(
             question, call, abort=abort, approver=approver, clarifier=clarifier
         )
 
+    @takes_options(CallOptions)
     def ask_many(
         self,
         questions: Sequence[str],
@@ -483,19 +456,15 @@ class Relay(Evaluates):
         concurrency: int = 4,
         batch: bool = False,
         batch_timeout_s: float | None = None,
-        model: ModelSetting = None,
-        skill: str | Sequence[str] | None = None,
-        max_steps: int | None = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_output_tokens: int | None = None,
+        **options: Unpack[CallOptions],
     ) -> list[TurnResult]:
         """Independent questions, answered concurrently (at most ``concurrency`` at once),
         results in question order; neither reads nor extends the conversation.
         ``batch=True`` sends the calls through the runtime's physical batch at the batch
         price (minutes to hours; ``batch_timeout_s`` bounds the wait). Caps apply per turn;
-        the session's cap holds across all of them."""
-        call = call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        the session's cap holds across all of them. The options are :meth:`ask`'s but
+        ``approval`` (:class:`~relay_nb.agent.settings.CallOptions`)."""
+        call = call_layer(options, accepted=CallOptions, method="Relay.ask_many")
         return run_sync(
             self._engine.ask_many(
                 questions,
@@ -506,6 +475,7 @@ class Relay(Evaluates):
             )
         )
 
+    @takes_options(CallOptions)
     async def ask_many_async(
         self,
         questions: Sequence[str],
@@ -513,15 +483,10 @@ class Relay(Evaluates):
         concurrency: int = 4,
         batch: bool = False,
         batch_timeout_s: float | None = None,
-        model: ModelSetting = None,
-        skill: str | Sequence[str] | None = None,
-        max_steps: int | None = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_output_tokens: int | None = None,
+        **options: Unpack[CallOptions],
     ) -> list[TurnResult]:
         """``await relay.ask_many_async(...)``: :meth:`ask_many` on the caller's loop."""
-        call = call_layer(model, skill, max_steps, max_cost_usd, max_tokens, max_output_tokens)
+        call = call_layer(options, accepted=CallOptions, method="Relay.ask_many_async")
         return await self._engine.ask_many(
             questions, call, concurrency=concurrency, batch=batch, batch_timeout_s=batch_timeout_s
         )

@@ -4,6 +4,9 @@ After JupySQL: options first, each starting with ``--``, then the question as ra
 apostrophes and SQL-looking words in a question are never mistaken for syntax. Every option
 is declared once in :data:`OPTIONS` with its help line; the usage line, ``%relay --help`` and
 ``%relay?`` are generated from that table, so they cannot drift from what the parser takes.
+A setting option also names the per-question option it fills (a key of
+:class:`~relay_nb.agent.settings.AskOptions`) and how its text becomes a value, which is what
+checks it here and what the magic passes on (:meth:`Command.settings`).
 
 What a line does (:attr:`Command.action`): one of the session actions (``--connect``,
 ``--usage`` …); ``set`` when it has settings but no question (``%relay --model X`` makes X
@@ -13,6 +16,7 @@ the model of every later question); else ``ask``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,13 +25,37 @@ from IPython.core.error import UsageError
 __all__ = [
     "HELP",
     "OPTIONS",
+    "SETTINGS",
     "USAGE",
     "Command",
     "Option",
+    "dollars",
     "interpolate",
     "parse_command",
     "rest_of_line",
+    "whole_number",
 ]
+
+
+def whole_number(text: str) -> int:
+    """``N``: digits only (no sign, no point)."""
+    if text.isdigit():
+        try:
+            return int(text)
+        except ValueError:  # a digit that is not a decimal one, such as "²"
+            pass
+    raise ValueError("a whole number")
+
+
+def dollars(text: str) -> float:
+    """``USD``: an amount above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:  # NaN too
+        raise ValueError("dollars above 0")
+    return value
 
 
 @dataclass(frozen=True)
@@ -41,39 +69,74 @@ class Option:
     """``question`` (goes with a question), ``setting`` (with a question: for it only; alone:
     for every later question), ``action`` (manages the session, no question), ``connect``
     (goes with ``--connect``) or ``eval`` (goes with ``--eval``)."""
+    field: str | None = None
+    """A setting's per-question option (a key of :class:`~relay_nb.agent.settings.AskOptions`,
+    passed to ``relay.ask``); None: the magic's own (``--rows``, how much is shown)."""
+    parse: Callable[[str], Any] | None = None
+    """Its text into its value; a ``ValueError`` saying what it takes ("a whole number") is
+    the usage error. None: the text as it is."""
+    trait: str | None = None
+    """The ``RelayMagics`` trait that holds a setting for every question: alone on a line the
+    option sets it (and not the session's settings), and a question without the option gets
+    its value. None: alone on a line, the option is the session's (``relay.configure``)."""
 
     @property
     def arity(self) -> int:
         return len(self.values.split())
 
+    def value(self, text: str) -> Any:
+        """``text`` (what followed the option) as its value; ``ValueError`` if it is none."""
+        return text if self.parse is None else self.parse(text)
+
 
 OPTIONS: dict[str, Option] = {
-    "--model": Option("PROFILE", "the model, e.g. anthropic:claude-sonnet-4-6", "setting"),
-    "--skill": Option("NAME", "answer with this skill only", "setting"),
-    "--max-steps": Option("N", "model calls a turn may make", "setting"),
-    "--max-cost": Option("USD", "a turn's cost cap in dollars", "setting"),
-    "--rows": Option("N", "rows of each result shown in the cell", "setting"),
+    "--model": Option(
+        "PROFILE", "the model, e.g. anthropic:claude-sonnet-4-6", "setting", field="model"
+    ),
+    "--skill": Option("NAME", "answer with this skill only", "setting", field="skill"),
+    "--max-steps": Option(
+        "N", "model calls a turn may make", "setting", field="max_steps", parse=whole_number
+    ),
+    "--max-cost": Option(
+        "USD",
+        "a turn's cost cap in dollars",
+        "setting",
+        field="max_cost_usd",
+        parse=dollars,
+        trait="max_cost_usd",
+    ),
+    "--rows": Option(
+        "N",
+        "rows of each result shown in the cell",
+        "setting",
+        parse=whole_number,
+        trait="display_rows",
+    ),
     "--out": Option("VAR", "keep the answer's table in the notebook variable VAR"),
     "--sql": Option("", "put the last query into a new cell below"),
     "--connect": Option("NAME TARGET", "connect a URL, engine, DataFrame or API as NAME", "action"),
     "--tables": Option("a,b", "with --connect: the only tables the model may read", "connect"),
-    "--row-limit": Option("N", "with --connect: rows one query may return", "connect"),
+    "--row-limit": Option(
+        "N", "with --connect: rows one query may return", "connect", parse=whole_number
+    ),
     "--disconnect": Option("NAME", "remove a connection", "action"),
     "--connectors": Option("", "each connection and its status", "action"),
     "--refresh": Option("", "renew every schema (a SQL one is read again if it changed)", "action"),
     "--config": Option("FILE", "connect what a relay.config.json lists", "action"),
     "--usage": Option("", "what this session's turns cost", "action"),
     "--eval": Option("BANK", "score the answers to a question bank (accuracy, reasons)", "action"),
-    "--repeat": Option("N", "with --eval: ask each question N times", "eval"),
+    "--repeat": Option("N", "with --eval: ask each question N times", "eval", parse=whole_number),
     "--verify": Option("", "save the last answer's question and SQL as a verified query", "action"),
     "--history": Option("", "the conversation so far", "action"),
     "--reset": Option("", "forget the conversation (connections and usage kept)", "action"),
     "--help": Option("", "this help", "action"),
 }
 
+SETTINGS: dict[str, Option] = {n: o for n, o in OPTIONS.items() if o.kind == "setting"}
+"""The setting options: alone on a line, for every later question; else for one."""
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d+)\])?\}")
-_WHOLE = ("max-steps", "row-limit", "rows", "repeat")
 _WITH_ACTION = {"--connect": ("connect",), "--eval": ("eval",)}
 """Option kinds an action takes besides itself; ``--eval`` also takes ``--max-cost`` (the
 whole run's cap) and ``--out`` (the report's variable)."""
@@ -134,6 +197,15 @@ class Command:
             if option.kind == "action" and name[2:] in self.options:
                 return name[2:]
         return "ask" if self.question else "set"
+
+    def settings(self) -> dict[str, Any]:
+        """The setting options given, by name (``"--max-steps"``), as their values (the
+        parser checked them)."""
+        return {
+            name: option.value(self.options[name[2:]])
+            for name, option in SETTINGS.items()
+            if name[2:] in self.options
+        }
 
 
 def parse_command(line: str, cell: str | None = None) -> Command:
@@ -208,16 +280,12 @@ def _check(command: Command) -> None:
         ]
         if others:
             raise UsageError(f"{actions[0]} takes no {' or '.join(others)}")
-    for name in _WHOLE:
-        if name in options and not str(options[name]).isdigit():
-            raise UsageError(f"--{name} takes a whole number, got {options[name]!r}")
-    if "max-cost" in options:
-        try:
-            dollars = float(options["max-cost"])
-        except ValueError:
-            dollars = -1.0
-        if not dollars > 0:  # NaN too
-            raise UsageError(f"--max-cost takes dollars above 0, got {options['max-cost']!r}")
+    for name, option in OPTIONS.items():
+        if name[2:] in options and option.arity == 1:
+            try:
+                option.value(options[name[2:]])
+            except ValueError as exc:
+                raise UsageError(f"{name} takes {exc}, got {options[name[2:]]!r}") from None
     if "out" in options and not IDENTIFIER.match(options["out"]):
         raise UsageError(f"--out takes a variable name, got {options['out']!r}")
 

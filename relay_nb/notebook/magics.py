@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, validate
 
 from relay_nb.agent.approval import Approver
+from relay_nb.agent.settings import option_setting
 from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import Cancelled, ConfigurationError, RelayError
@@ -29,13 +30,23 @@ from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
 from relay_nb.notebook.clarify import clarifier_for
-from relay_nb.notebook.command import HELP, IDENTIFIER, Command, interpolate, parse_command
+from relay_nb.notebook.command import (
+    HELP,
+    IDENTIFIER,
+    SETTINGS,
+    Command,
+    interpolate,
+    parse_command,
+)
 from relay_nb.notebook.evaluation import run_eval_cell
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
 from relay_nb.views import CallView, describe_usage, status_of
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
@@ -106,13 +117,20 @@ class RelayMagics(Magics):
             value = command.options.get(key)
             where = f"--{key}"
             if isinstance(value, list):
-                command.options[key] = [interpolate(v, self.shell.user_ns, where) for v in value]
+                command.options[key] = [interpolate(v, self._shell.user_ns, where) for v in value]
             elif isinstance(value, str):
-                command.options[key] = interpolate(value, self.shell.user_ns, where)
+                command.options[key] = interpolate(value, self._shell.user_ns, where)
         try:
             return getattr(self, f"_{command.action}")(command)
         except RelayError as exc:
             raise RelayCellError(redact(str(exc))) from None
+
+    @property
+    def _shell(self) -> InteractiveShell:
+        """The shell IPython registered the magics with (``%load_ext relay_nb``)."""
+        if self.shell is None:
+            raise RelayCellError("the relay magics are not registered with an IPython shell")
+        return self.shell
 
     # -- the default session ------------------------------------------------------------------
 
@@ -124,7 +142,7 @@ class RelayMagics(Magics):
         if not relay.has_source(NAMESPACE_SOURCE):
             # the notebook's DataFrames (e.g. one kept with --out) are context the model sees
             relay.add_source(
-                DataFrameNamespaceSource(lambda: self.shell.user_ns, name=NAMESPACE_SOURCE)
+                DataFrameNamespaceSource(lambda: self._shell.user_ns, name=NAMESPACE_SOURCE)
             )
         return relay
 
@@ -134,30 +152,44 @@ class RelayMagics(Magics):
         print(HELP)
 
     def _set(self, command: Command) -> None:
-        """Settings alone on a line: the session's defaults for every later question."""
-        options, relay = command.options, self._session()
-        before, rows, cap = relay.settings, self.display_rows, self.max_cost_usd
+        """Settings alone on a line, for every later question; one line says what changed.
+
+        An option with a ``trait`` sets that trait of the magic (its own default for every
+        question); one whose key is a trait of the magic too (``model``) is set through it,
+        whose validator applies it to the session and which a new default relay is created
+        with; the others are the session's (``relay.configure``, all at once).
+        """
+        relay = self._session()
+        before = relay.settings
+        own_before = {o.trait: getattr(self, o.trait) for o in SETTINGS.values() if o.trait}
+        through: dict[str, Any] = {}
+        session: dict[str, Any] = {}
+        own: dict[str, Any] = {}
+        for name, value in command.settings().items():
+            option = SETTINGS[name]
+            if option.trait is not None:
+                own[option.trait] = value
+            elif option.field is not None:
+                (through if self.has_trait(option.field) else session)[option.field] = value
         try:
-            if "model" in options:
-                self.model = options["model"]  # applied to the session by the validator
+            for trait, value in through.items():
+                setattr(self, trait, value)
         except TraitError as exc:
             raise RelayCellError(str(exc)) from None
-        settings: dict[str, Any] = {}
-        if "max-steps" in options:
-            settings["max_steps"] = int(options["max-steps"])
-        if "skill" in options:
-            settings["skill"] = options["skill"]
-        if settings:
-            relay.configure(**settings)
-        if "max-cost" in options:
-            self.max_cost_usd = float(options["max-cost"])
-        if "rows" in options:
-            self.display_rows = int(options["rows"])
-        changes = setting_changes(before, relay.settings, ("model", "skills", "max_steps"))
-        if cap != self.max_cost_usd:
-            changes.append(f"max_cost_usd {cap} -> {self.max_cost_usd}")
-        if rows != self.display_rows:
-            changes.append(f"rows {rows} -> {self.display_rows}")
+        if session:
+            relay.configure(**session)
+        for trait, value in own.items():
+            setattr(self, trait, value)
+        changes = setting_changes(
+            before,
+            relay.settings,
+            [option_setting(o.field) for o in SETTINGS.values() if o.field and not o.trait],
+        )
+        changes += [
+            f"{o.field or name[2:]} {own_before[o.trait]} -> {getattr(self, o.trait)}"
+            for name, o in SETTINGS.items()
+            if o.trait and own_before[o.trait] != getattr(self, o.trait)
+        ]
         print(f"for every question now: {', '.join(changes)}" if changes else "nothing changed")
 
     def _ask(self, command: Command) -> NotebookTurn:
@@ -165,14 +197,15 @@ class RelayMagics(Magics):
 
         relay = self._session()
         options = command.options
-        question = interpolate(command.question, self.shell.user_ns)
+        question = interpolate(command.question, self._shell.user_ns)
         if not relay.connectors and not relay.tools:
             raise RelayCellError(
                 "no data is connected; connect some first: %relay --connect NAME URL, or "
                 "relay_nb.default_relay().connect(NAME, URL_OR_ENGINE)"
             )
-        cap = float(options["max-cost"]) if "max-cost" in options else self.max_cost_usd
-        rows = int(options["rows"]) if "rows" in options else self.display_rows
+        values = self._question_settings(command)
+        turn_options = {o.field: values[name] for name, o in SETTINGS.items() if o.field}
+        rows: int = values["--rows"]
         view = None
         if self.widgets:
             view = LiveTurnView(question, max_rows=rows, session_usage=relay.usage)
@@ -181,10 +214,7 @@ class RelayMagics(Magics):
         try:
             turn = relay.ask(
                 question,
-                skill=options.get("skill"),
-                model=options.get("model"),
-                max_steps=int(options["max-steps"]) if "max-steps" in options else None,
-                max_cost_usd=cap,
+                **turn_options,
                 approval=self.approval,
                 approver=self._approver(view),
                 clarifier=(
@@ -210,12 +240,12 @@ class RelayMagics(Magics):
         else:
             data, metadata = turn_bundle(turn, max_rows=rows)
             display(data, metadata=metadata, raw=True)
-        shown = NotebookTurn.wrap(turn, shown_in_cell=self.shell.execution_count, max_rows=rows)
+        shown = NotebookTurn.wrap(turn, shown_in_cell=self._shell.execution_count, max_rows=rows)
         if "out" in options:
             if turn.df is None:
                 print(f"--out {options['out']}: this turn produced no DataFrame; not set")
             else:
-                self.shell.user_ns[options["out"]] = turn.df
+                self._shell.user_ns[options["out"]] = turn.df
         if "sql" in options or self.show_sql_cell:
             self._insert_sql_cell(turn, explicit="sql" in options)
         if turn.finish_reason == "error":
@@ -224,12 +254,21 @@ class RelayMagics(Magics):
             raise RelayCellError(message)
         return shown
 
+    def _question_settings(self, command: Command) -> dict[str, Any]:
+        """Every setting option's value for this question: the line's, else its trait's (the
+        magic's own for every question), else None (not set: the session's applies)."""
+        given = command.settings()
+        return {
+            name: given[name] if name in given else getattr(self, o.trait) if o.trait else None
+            for name, o in SETTINGS.items()
+        }
+
     def _insert_sql_cell(self, turn: Any, *, explicit: bool) -> None:
         """The turn's last SQL query as a runnable ``%%relay_sql`` cell below this one."""
         if turn.sql_outcomes:
             call = CallView.of(1, turn.sql_outcomes[-1])
             text = sql_cell_text(call.artifact.connector_id, call.readable_query())
-            self.shell.set_next_input(text, replace=False)
+            self._shell.set_next_input(text, replace=False)
         elif explicit:
             print("--sql: this turn ran no SQL query; no cell was inserted")
 
@@ -255,7 +294,7 @@ class RelayMagics(Magics):
         for note in result.notes:
             print(f"note: {note}")
         if command.out is not None:
-            self.shell.user_ns[command.out] = result.df
+            self._shell.user_ns[command.out] = result.df
         return result.df
 
     def _run_sql(self, command: SqlCell) -> Any:
@@ -296,7 +335,7 @@ class RelayMagics(Magics):
         A DataFrame variable is connected *by name*: each query reads the variable again,
         so ``sales = sales[sales.amount > 0]`` in a later cell is what the next turn sees.
         """
-        namespace = self.shell.user_ns
+        namespace = self._shell.user_ns
         if len(where) > 1 and where[0] == where[-1] and where[0] in "'\"":
             where = where[1:-1]  # a URL quoted as in Python or a shell: the quotes go
         if not IDENTIFIER.match(where) or where not in namespace:
@@ -377,7 +416,7 @@ class RelayMagics(Magics):
             max_cost_usd=float(options["max-cost"]) if "max-cost" in options else None,
         )
         if "out" in options:
-            self.shell.user_ns[options["out"]] = report
+            self._shell.user_ns[options["out"]] = report
 
     def _verify(self, command: Command) -> None:
         relay = self._session()
