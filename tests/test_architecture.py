@@ -58,7 +58,11 @@ def test_the_contract_catches_a_violation(tmp_path, module, line, broken):
     target.write_text(target.read_text() + f"\n{line}  # planted\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
-    assert broken in result.stdout.replace("\n", " ")
+    # the named contract itself is reported broken (every contract's name is printed)
+    verdict = re.search(
+        re.escape(broken) + r".*?\b(KEPT|BROKEN)\b", result.stdout.replace("\n", " ")
+    )
+    assert verdict is not None and verdict.group(1) == "BROKEN", result.stdout[-2000:]
 
 
 def test_import_relay_nb_loads_no_heavy_modules():
@@ -176,9 +180,9 @@ def test_the_circle_check_finds_a_circle(tmp_path):
     target.write_text(
         target.read_text() + "\n\ndef _planted():\n    from relay_nb.runtime import scripted\n"
     )
-    assert _circles(_import_graph(tmp_path / "relay_nb")) == [
-        ["relay_nb.runtime.scripted", "relay_nb.runtime.types"]
-    ]
+    circles = _circles(_import_graph(tmp_path / "relay_nb"))
+    assert len(circles) == 1
+    assert {"relay_nb.runtime.scripted", "relay_nb.runtime.types"} <= set(circles[0])
 
 
 def test_the_architecture_page_draws_the_contracts_layers():
