@@ -6,10 +6,11 @@ provider SDKs and database drivers load only when something needs them.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
+
+from relay_nb._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -118,17 +119,7 @@ def load_ipython_extension(shell: Any) -> None:
     load(shell)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'relay_nb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the real names
