@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 from relay_nb.errors import ConfigurationError
 
 __all__ = ["DATAFRAME_TYPE", "is_frame"]

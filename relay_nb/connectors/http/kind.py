@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 
 __all__ = ["HTTP_TYPE", "HTTPAuthOptions", "HTTPOptions"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 
 __all__ = ["MONGO_TYPE", "MongoOptions"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
 from relay_nb.connectors.spark.session import is_spark_session
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 
 __all__ = ["SPARK_TYPE", "is_spark_session"]
 

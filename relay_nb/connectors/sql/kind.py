@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 
 __all__ = ["SQL_SCHEMES", "SQL_TYPE", "SQLOptions", "is_engine"]
 

@@ -11,7 +11,7 @@ from typing import Any, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 from relay_nb.connectors.websearch.providers import ProviderName
 
 __all__ = ["WEB_SEARCH_PROVIDERS", "WEBSEARCH_TYPE", "WebSearchOptions"]

@@ -1,8 +1,12 @@
 """``ConnectorType``: one kind of connector — its name, how to build one, what its options are,
-which ``relay.connect`` targets and config entries it takes — for the built-in kinds and for
-the ones a plugin (or a notebook cell) adds alike, with the checks that keep a plugin from
-taking a built-in's meaning. Also the keyword-parameter reading ``relay.connect`` shares, and
-the one short, redacted description of an exception every message here uses.
+which ``relay.connect`` targets and config entries it takes — the one record for the built-in
+kinds (each package's ``kind.py``, listed in :mod:`relay_nb.connectors.kinds`) and for the
+ones a plugin or a notebook cell adds (:mod:`relay_nb.connectors.plugins`). Also the
+keyword-parameter reading ``relay.connect`` shares, and the one short, redacted description of
+an exception every message here uses.
+
+Nothing here knows which kinds exist: every ``kind.py`` imports this module, and the modules
+that list the kinds (built-in or plugin) import those.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ class ConnectorType:
     builtin: bool = False
     """relay_nb's own kinds only. A plugin's type is checked where it enters (registered
     from a cell, loaded from an entry point) against the built-ins' names and schemes:
-    :func:`relay_nb.connectors.plugins.builtins.refuse_builtin_meaning`."""
+    :func:`relay_nb.connectors.plugins.discovery.refuse_builtin_meaning`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
