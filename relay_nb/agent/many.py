@@ -22,6 +22,7 @@ from relay_nb.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from relay_nb.agent.settings import TurnSettings
+    from relay_nb.connectors.registry import ConnectorRegistry
 
 __all__ = ["INDEPENDENT", "AsksMany", "Planned"]
 
@@ -38,7 +39,7 @@ class AsksMany:
     ``runtime_for``, ``connectors`` and ``_turn``)."""
 
     if TYPE_CHECKING:
-        connectors: Mapping[str, Any]
+        connectors: ConnectorRegistry
 
         def plan(self, call: Mapping[str, Any] | None = None) -> Planned: ...
         def runtime_for(self, settings: TurnSettings) -> Any: ...
