@@ -15,8 +15,9 @@ on what else is installed:
   own, well-known third-party ones, and the ones installed under ``sqlalchemy.dialects``),
   since ``relay.connect`` hands any other URL to SQLAlchemy.
 
-A new built-in kind is its package (connector class and ``kind.py``) and one line in
-:data:`BUILTIN_TYPES`.
+A new built-in kind is its package (connector class, ``kind.py`` with its options model) and
+one line in :data:`BUILTIN_TYPES`; the option tables of ``docs/connectors.md`` are then
+regenerated (``tests/connectors/test_kind_options.py`` prints them).
 """
 
 from __future__ import annotations
