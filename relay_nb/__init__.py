@@ -71,7 +71,7 @@ _EXPORTS: dict[str, str] = {
     "MCPConnector": "relay_nb.connectors.mcp",
     "WebSearchConnector": "relay_nb.connectors.websearch",
     "QueryResult": "relay_nb.connectors.results",
-    "ConnectorType": "relay_nb.connectors.plugins",
+    "ConnectorType": "relay_nb.connectors.types",
     "ConnectorTypeInfo": "relay_nb.connectors.plugins",
     "ConnectorPluginWarning": "relay_nb.connectors.plugins",
     "connector_types": "relay_nb.connectors.plugins",
@@ -140,7 +140,6 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     from relay_nb.connectors.mongo import MongoConnector
     from relay_nb.connectors.plugins import (
         ConnectorPluginWarning,
-        ConnectorType,
         ConnectorTypeInfo,
         connector_types,
         register_connector_type,
@@ -148,6 +147,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the real names
     )
     from relay_nb.connectors.results import QueryResult
     from relay_nb.connectors.sql.connector import SQLConnector
+    from relay_nb.connectors.types import ConnectorType
     from relay_nb.connectors.websearch import WebSearchConnector
     from relay_nb.errors import (
         Cancelled,

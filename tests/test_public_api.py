@@ -79,3 +79,78 @@ def test_relay_is_the_one_public_conversation_object():
         parameters = inspect.signature(getattr(relay_nb.Relay, method)).parameters.values()
         assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters), method
         assert {"model", "skill", "max_steps", "max_cost_usd"} <= {p.name for p in parameters}
+
+
+# -- the connectors' public face: what a plugin author imports ------------------------------
+
+CONNECTOR_PACKAGES = [
+    "relay_nb.connectors",
+    "relay_nb.connectors.sql",
+    "relay_nb.connectors.dataframe",
+    "relay_nb.connectors.spark",
+    "relay_nb.connectors.mongo",
+    "relay_nb.connectors.http",
+    "relay_nb.connectors.websearch",
+    "relay_nb.connectors.mcp",
+    "relay_nb.connectors.plugins",
+]
+
+
+@pytest.mark.parametrize("package", CONNECTOR_PACKAGES)
+def test_each_connector_package_s_all_is_sorted_and_resolves(package: str) -> None:
+    import importlib
+
+    module = importlib.import_module(package)
+    names = module.__all__
+    assert names == sorted(set(names)), f"{package}.__all__ is not sorted (or repeats a name)"
+    for name in names:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        module.NoSuchThing  # noqa: B018
+
+
+def test_the_connectors_package_lists_what_it_loads_lazily():
+    import relay_nb.connectors
+
+    assert set(relay_nb.connectors._EXPORTS) == set(relay_nb.connectors.__all__)
+
+
+def test_a_plugin_finds_what_it_needs_in_relay_nb_connectors():
+    """What the example plugin imports from ``relay_nb`` (examples/relay_nb_csvdir), plus
+    what a SQL-speaking or row-reading one builds on, is the same object there."""
+    import relay_nb.connectors as connectors
+
+    for name in (
+        "ConfigurationError",
+        "Connector",
+        "ConnectorError",
+        "ConnectorType",
+        "QueryResult",
+        "Tool",
+        "ToolResult",
+        "register_connector_type",
+    ):
+        assert getattr(connectors, name) is getattr(relay_nb, name), name
+    from relay_nb.connectors.bounds import ResultBudget
+    from relay_nb.connectors.dataframe import DataFrameConnector
+    from relay_nb.connectors.guarded import GuardedSQLConnector
+
+    assert connectors.GuardedSQLConnector is GuardedSQLConnector
+    assert connectors.ResultBudget is ResultBudget
+    assert issubclass(connectors.GuardedSQLConnector, connectors.Connector)
+    assert DataFrameConnector is relay_nb.DataFrameConnector  # to compose, as csvdir does
+
+
+def test_importing_the_connector_packages_loads_nothing_heavy():
+    """The packages' names load on first use: importing them costs no driver, no pydantic."""
+    import subprocess
+    import sys
+
+    lazy = [p for p in CONNECTOR_PACKAGES if not p.endswith((".http", ".mcp", ".plugins"))]
+    code = (
+        f"import sys, {', '.join(lazy)}; "
+        "heavy = ['pydantic', 'pandas', 'sqlalchemy', 'sqlglot', 'duckdb', 'pymongo', 'httpx', "
+        "'pyspark', 'numpy']; print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -2,7 +2,7 @@
 connector by its type.
 
 An entry is ``{"type", "id", "name", "description", "config"}``. Its ``type`` names a
-:class:`~relay_nb.connectors.plugins.ConnectorType` — a built-in one (``sql`` and its
+:class:`~relay_nb.connectors.types.ConnectorType` — a built-in one (``sql`` and its
 spellings ``postgres``, ``sqlite``…, ``mongo``, ``http``, ``websearch``, ``mcp``) or a
 plugin's — whose options model checks ``config`` during validation, so a typo is reported
 with its place in the file (``connectors[2].config.row_limit``) rather than as a driver's
@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from relay_nb.connectors.base import Connector, check_connector_id
-from relay_nb.connectors.plugins import builtin_type, config_type, unknown_type_message
+from relay_nb.connectors.kinds import builtin_type
+from relay_nb.connectors.plugins import config_type, unknown_type_message
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import is_variable_name, option_secrets
 

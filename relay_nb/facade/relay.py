@@ -43,7 +43,7 @@ from relay_nb.agent.settings import (
 from relay_nb.agent.skills import Skill, Tier
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.connectors.base import Connector
-from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, check_reachable
+from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S
 from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.facade.call_options import (
@@ -54,10 +54,10 @@ from relay_nb.facade.call_options import (
     takes_options,
 )
 from relay_nb.facade.config import apply_config, build_skill, load_config
+from relay_nb.facade.connecting import Connects
 from relay_nb.facade.evaluation import Evaluates
 from relay_nb.facade.knowledge import KnowledgeInput, attach, save_verified
 from relay_nb.facade.loop_thread import run_sync
-from relay_nb.facade.targets import connector_for
 from relay_nb.knowledge import Knowledge
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import Message, Usage
@@ -71,14 +71,11 @@ __all__ = ["LedgerSetting", "Relay", "Turn"]
 Turn = TurnResult
 """DESIGN.md's name for what a question returns: answer, df, frames, queries, usage, events."""
 
-CHECK_TIMEOUT_S = 10.0
-"""How long ``connect`` waits for a new connector to read what it holds."""
-
 open_relays: weakref.WeakSet[Relay] = weakref.WeakSet()
 """Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
 
 
-class Relay(Evaluates):
+class Relay(Connects, Evaluates):
     """Connect data, ask questions, see what each answer cost (and, with :meth:`evaluate`,
     how often the answers are right).
 
@@ -187,54 +184,6 @@ class Relay(Evaluates):
         return self._engine.id
 
     # -- data -----------------------------------------------------------------------------------
-
-    def connect(
-        self,
-        connector_id: str,
-        target: Any,
-        *,
-        check: bool = True,
-        check_timeout_s: float = CHECK_TIMEOUT_S,
-        **options: Any,
-    ) -> Connector:
-        """Register a data source under ``connector_id`` (reconnecting replaces it).
-
-        ``target`` picks the kind (see :mod:`relay_nb.facade.targets`):
-
-        - a DataFrame, ``{"table": df, …}``, or a function returning a DataFrame: SQL over
-          in-notebook frames through DuckDB (``row_limit``, ``statement_timeout_s``);
-        - a SQLAlchemy URL or engine (``postgresql+psycopg://ro@127.0.0.1/shop``,
-          ``sqlite:///shop.db``): ``tables``, ``schemas``, ``row_limit``,
-          ``statement_timeout_s``, ``sample_values``, ``profile``, ``profile_exclude``,
-          ``profile_time_s``;
-        - ``mongodb://host/db``: ``collections``, ``sample_size``, ``max_depth``,
-          ``row_limit``, ``timeout_s``;
-        - ``https://api.example.com/v1``: ``auth={"type": "bearer", "token_env": "VAR"}``,
-          ``headers``, ``openapi`` (a file or URL), ``methods``, ``timeout_s``;
-        - ``"tavily"`` / ``"brave"`` / ``"serper"``: web search (``api_key_env``,
-          ``max_results``);
-        - a ``Connector`` object, or an object with a ``build_connector(connector_id,
-          **options)`` method (``relay_nb.MCP(...)``);
-        - a connector plugin's URL (``"csvdir:///data"``) or type name (``"csvdir"``), for
-          types installed as plugins or registered with ``relay_nb.register_connector_type``
-          (``relay_nb.connector_types()`` lists them and their options).
-
-        Every kind also takes ``name`` and ``description``. Nothing is registered when the
-        connector cannot be built: a bad URL or option leaves the session as it was. With
-        ``check`` (the default) the connector reads what it holds first, within
-        ``check_timeout_s``: a wrong password, an unreachable server or a missing SQLite file
-        raises ``ConnectorError`` with the cause, and nothing is registered.
-        """
-        connector = connector_for(connector_id, target, options)
-        try:
-            if check:
-                check_reachable(connector, check_timeout_s)
-            return self._engine.add_connector(connector, replace=True)
-        except BaseException:
-            built_here = connector is not target
-            if built_here and connector is not self._engine.connectors.get(connector_id):
-                connector.close()
-            raise
 
     def disconnect(self, connector_id: str) -> None:
         """Close and forget a connector (skills that use it, and its knowledge, too)."""

@@ -1,7 +1,8 @@
 """What ``relay.connect(id, target)`` builds from what the analyst hands it.
 
 One verb for every kind of data, chosen by the target and answered by the connector types
-(:mod:`relay_nb.connectors.plugins`), built-in and plugin alike: a URL goes to the type that
+(:mod:`relay_nb.connectors.kinds`, :mod:`relay_nb.connectors.plugins`), built-in and plugin
+alike: a URL goes to the type that
 claims its scheme (``mongodb://`` Mongo, ``https://`` HTTP; a scheme a plugin or a cell
 claims, ``csvdir:///data``, that type), any other URL to SQL (SQLAlchemy reads it); a bare
 word to the web-search type when it names a provider (``"tavily"``), else to the plugin type
@@ -24,22 +25,26 @@ from typing import Any
 
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.dataframe.kind import is_frame
-from relay_nb.connectors.plugins import (
+from relay_nb.connectors.kinds import (
     BUILTIN_TYPE_NAMES,
     BUILTIN_TYPES,
-    COMMON_OPTIONS,
     SQL_TYPE,
-    TYPE_NAME,
     WEB_SEARCH_PROVIDERS,
-    ConnectorType,
-    connector_type_for_scheme,
-    describe_error,
-    find_connector_type,
     is_sql_dialect_scheme,
-    keyword_parameters,
+)
+from relay_nb.connectors.plugins import (
+    connector_type_for_scheme,
+    find_connector_type,
     unknown_type_message,
 )
 from relay_nb.connectors.sql.kind import is_engine
+from relay_nb.connectors.types import (
+    COMMON_OPTIONS,
+    TYPE_NAME,
+    ConnectorType,
+    describe_error,
+    keyword_parameters,
+)
 from relay_nb.errors import ConfigurationError, RelayError
 
 __all__ = ["WEB_SEARCH_PROVIDERS", "connector_for", "connector_type_for", "is_engine", "is_frame"]

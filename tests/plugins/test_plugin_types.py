@@ -174,7 +174,7 @@ def test_the_example_plugin_registers_from_a_cell(csvdir_module: ModuleType) -> 
 
 def test_an_installed_sqlalchemy_dialect_s_scheme_is_refused_too() -> None:
     """duckdb_engine registers ``duckdb`` under ``sqlalchemy.dialects``: read from there."""
-    from relay_nb.connectors.plugins import builtins
+    from relay_nb.connectors import kinds as builtins
 
     assert "duckdb" in builtins._dialect_entry_points()
     assert builtins.is_sql_dialect_scheme("duckdb") and not builtins.is_sql_dialect_scheme("echo")

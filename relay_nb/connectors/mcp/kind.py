@@ -9,7 +9,7 @@ from typing import Any
 
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.mcp.spec import MCPSpecConfig
-from relay_nb.connectors.plugins.connector_type import ConnectorType
+from relay_nb.connectors.types import ConnectorType
 
 __all__ = ["MCP_TYPE"]
 

@@ -29,13 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from relay_nb.connectors.bounds import (
-    DEFAULT_MAX_RESULT_BYTES,
-    DEFAULT_MAX_VALUE_BYTES,
-    check_byte_limits,
-)
+from relay_nb.connectors.bounds import check_byte_limits
 from relay_nb.connectors.http.auth import (
     HTTPAuth,
     InlineSecretWarning,
@@ -43,6 +39,7 @@ from relay_nb.connectors.http.auth import (
     check_extra_headers,
     coerce_auth,
 )
+from relay_nb.connectors.options import max_result_bytes, max_value_bytes, option
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import (
     is_secret_name,
@@ -54,11 +51,6 @@ from relay_nb.redaction import (
 )
 
 __all__ = ["Launch", "MCPSpecConfig", "resolve_launch", "validate_spec"]
-
-
-def _alias(*names: str, default: Any = None) -> Any:
-    """snake_case first, then the camelCase spelling a ``relay.config.json`` may use."""
-    return Field(default=default, validation_alias=AliasChoices(*names))
 
 
 class MCPSpecConfig(BaseModel):
@@ -81,32 +73,73 @@ class MCPSpecConfig(BaseModel):
         extra="forbid", frozen=True, populate_by_name=True, hide_input_in_errors=True
     )
 
-    command: list[str] | None = None
-    args: list[str] = Field(default_factory=list)
-    env: list[str] | dict[str, str] | None = None
-    env_values: dict[str, str] | None = _alias("env_values", "envValues")
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] | None = None
-    headers_env: dict[str, str] | None = _alias("headers_env", "headersEnv")
-    auth: HTTPAuth | None = None
-    timeout_s: float = _alias("timeout_s", "timeoutS", default=30.0)
-    connect_timeout_s: float | None = _alias("connect_timeout_s", "connectTimeoutS")
-    read_only_tools: list[str] = _alias("read_only_tools", "readOnlyTools", default=[])
-    tools: list[str] | None = None
-    trust_read_only_hints: bool = _alias(
-        "trust_read_only_hints", "trustReadOnlyHints", default=True
+    command: list[str] | None = option(
+        None,
+        'the program that serves over stdio: ``["python", "-m", "my_server"]`` (or one string)',
     )
-    resources: bool = True
-    max_resources: int = _alias("max_resources", "maxResources", default=20)
-    max_resource_chars: int = _alias("max_resource_chars", "maxResourceChars", default=20_000)
-    max_result_chars: int = _alias("max_result_chars", "maxResultChars", default=4000)
-    max_value_bytes: int = _alias(
-        "max_value_bytes", "maxValueBytes", default=DEFAULT_MAX_VALUE_BYTES
+    args: list[str] = Field(
+        default_factory=list, description="more arguments for ``command``'s program"
     )
-    max_result_bytes: int = _alias(
-        "max_result_bytes", "maxResultBytes", default=DEFAULT_MAX_RESULT_BYTES
+    env: list[str] | dict[str, str] | None = option(
+        None,
+        'variables passed through to a stdio server: names, or ``{"NAME_THERE": "NAME_HERE"}``',
     )
+    env_values: dict[str, str] | None = option(
+        None,
+        "plain settings for a stdio server's environment (a secret-looking name warns)",
+        "env_values",
+        "envValues",
+    )
+    cwd: str | None = option(None, "a stdio server's working directory")
+    url: str | None = option(
+        None, "a streamable-HTTP server's URL (``http://127.0.0.1:8000/mcp``), not ``command``"
+    )
+    headers: dict[str, str] | None = option(None, "headers sent to a ``url`` server")
+    headers_env: dict[str, str] | None = option(
+        None,
+        'headers read from environment variables: ``{"X-Api-Key": "VAR"}``',
+        "headers_env",
+        "headersEnv",
+    )
+    auth: HTTPAuth | None = option(
+        None, "a ``url`` server's credentials from environment variables (as HTTP's ``auth``)"
+    )
+    timeout_s: float = option(
+        30.0, "seconds one request to the server may take", "timeout_s", "timeoutS"
+    )
+    connect_timeout_s: float | None = option(
+        None,
+        "seconds for starting the server and the MCP handshake; None: 30",
+        "connect_timeout_s",
+        "connectTimeoutS",
+    )
+    read_only_tools: list[str] = option(
+        [],
+        "the server's tools you declare safe to run without approval",
+        "read_only_tools",
+        "readOnlyTools",
+    )
+    tools: list[str] | None = option(None, "keep only these of the server's tools; None: all")
+    trust_read_only_hints: bool = option(
+        True,
+        "run a tool the server marks ``readOnlyHint`` without approval (False: only "
+        "``read_only_tools``)",
+        "trust_read_only_hints",
+        "trustReadOnlyHints",
+    )
+    resources: bool = option(True, "the server's text resources become prompt context")
+    max_resources: int = option(20, "resources read at most", "max_resources", "maxResources")
+    max_resource_chars: int = option(
+        20_000, "characters kept of each resource", "max_resource_chars", "maxResourceChars"
+    )
+    max_result_chars: int = option(
+        4000,
+        "characters of a tool's text result the model reads",
+        "max_result_chars",
+        "maxResultChars",
+    )
+    max_value_bytes: int = max_value_bytes("max_value_bytes", "maxValueBytes")
+    max_result_bytes: int = max_result_bytes("max_result_bytes", "maxResultBytes")
 
     @model_validator(mode="before")
     @classmethod

@@ -1,14 +1,17 @@
-"""The ``mongo`` connector kind: its config options and its :class:`ConnectorType` (the
-``mongodb://`` and ``mongodb+srv://`` schemes; defaults are
-:class:`~relay_nb.connectors.mongo.connector.MongoConnector`'s)."""
+"""The ``mongo`` connector kind: its options and its :class:`ConnectorType` (the
+``mongodb://`` and ``mongodb+srv://`` schemes). Each option is declared once below, with the
+default :class:`~relay_nb.connectors.mongo.connector.MongoConnector` takes."""
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from typing import Any
 
-from relay_nb.connectors.plugins.connector_type import ConnectorType, LazyFactory
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MONGO_TYPE", "MongoOptions"]
+from relay_nb.connectors.options import max_result_bytes, max_value_bytes, option, required
+from relay_nb.connectors.types import ConnectorType, LazyFactory
+
+__all__ = ["MONGO_TYPE", "MongoOptions", "MongoPythonOptions"]
 
 
 class MongoOptions(BaseModel):
@@ -16,23 +19,36 @@ class MongoOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    url: str
-    database: str = Field(default=None)
-    collections: list[str] = Field(
-        default=None,
-        validation_alias=AliasChoices("collections", "collectionAllowlist", "collection_allowlist"),
+    url: str = required("a ``mongodb://`` or ``mongodb+srv://`` URL (``relay.connect``'s target)")
+    database: str = option(None, "the database to query; None: the URL's")
+    collections: list[str] = option(
+        None,
+        "the only collections the model sees and may query; None: all but ``system.*``",
+        "collections",
+        "collectionAllowlist",
+        "collection_allowlist",
     )
-    sample_size: int = Field(
-        default=None, validation_alias=AliasChoices("sample_size", "sampleSize")
+    sample_size: int = option(
+        100, "documents sampled per collection to infer its fields", "sample_size", "sampleSize"
     )
-    max_depth: int = Field(default=None)
-    row_limit: int = Field(default=None, validation_alias=AliasChoices("row_limit", "rowLimit"))
-    timeout_s: float = Field(default=None)
-    max_value_bytes: int = Field(
-        default=None, validation_alias=AliasChoices("max_value_bytes", "maxValueBytes")
+    max_depth: int = option(3, "levels of nested fields described below the top-level ones")
+    row_limit: int = option(
+        200,
+        "documents a query returns at most (its ``$limit`` is added or clamped)",
+        "row_limit",
+        "rowLimit",
     )
-    max_result_bytes: int = Field(
-        default=None, validation_alias=AliasChoices("max_result_bytes", "maxResultBytes")
+    timeout_s: float = option(30.0, "seconds a query may run on the server (``maxTimeMS``)")
+    max_value_bytes: int = max_value_bytes("max_value_bytes", "maxValueBytes")
+    max_result_bytes: int = max_result_bytes("max_result_bytes", "maxResultBytes")
+
+
+class MongoPythonOptions(MongoOptions):
+    """Every ``relay.connect`` / ``MongoConnector`` keyword: the config file's options, and
+    the one only Python passes."""
+
+    client: Any = option(
+        None, "a ``pymongo.MongoClient`` to query through (left open); None: one from ``url``"
     )
 
 
@@ -41,6 +57,7 @@ MONGO_TYPE = ConnectorType(
     aliases=("mongodb",),
     factory=LazyFactory("relay_nb.connectors.mongo.connector:MongoConnector"),
     config_model=MongoOptions,
+    keywords_model=MongoPythonOptions,
     url_schemes=("mongodb", "mongodb+srv"),
     description="MongoDB: find and aggregate",
     factory_defaults=True,

@@ -21,17 +21,17 @@ provider's name (``tavily``…), a built-in URL scheme (``postgresql``, ``mongod
 ``https``…) or a scheme SQLAlchemy reads as a database (``snowflake``…): what the built-ins
 mean never depends on what else is installed.
 
-The built-in kinds are the same record, declared beside their connector classes (each
-connector package's ``kind.py``) and listed in :mod:`.builtins`.
+The record itself is :mod:`relay_nb.connectors.types`; the built-in kinds are the same
+record, declared beside their connector classes (each connector package's ``kind.py``) and
+listed in :mod:`relay_nb.connectors.kinds`, re-exported here as what no plugin may take.
 
-Modules: :mod:`.builtins` (the built-in types, the reserved names and schemes),
-:mod:`.connector_type` (the type, its option checks), :mod:`.discovery` (entry points),
-:mod:`.registry` (lookups).
+Modules: :mod:`.discovery` (entry points, and the check every type entering passes),
+:mod:`.registry` (registering from cells, lookups, the listing).
 """
 
 from __future__ import annotations
 
-from relay_nb.connectors.plugins.builtins import (
+from relay_nb.connectors.kinds import (
     BUILTIN_SCHEMES,
     BUILTIN_TYPE_NAMES,
     BUILTIN_TYPES,
@@ -42,15 +42,11 @@ from relay_nb.connectors.plugins.builtins import (
     is_builtin_scheme,
     is_sql_dialect_scheme,
 )
-from relay_nb.connectors.plugins.connector_type import (
-    COMMON_OPTIONS,
-    TYPE_NAME,
-    ConnectorType,
-    LazyFactory,
-    describe_error,
-    keyword_parameters,
+from relay_nb.connectors.plugins.discovery import (
+    ENTRY_POINT_GROUP,
+    ConnectorPluginWarning,
+    refuse_builtin_meaning,
 )
-from relay_nb.connectors.plugins.discovery import ENTRY_POINT_GROUP, ConnectorPluginWarning
 from relay_nb.connectors.plugins.registry import (
     ConnectorTypeInfo,
     config_type,
@@ -61,30 +57,28 @@ from relay_nb.connectors.plugins.registry import (
     unknown_type_message,
     unregister_connector_type,
 )
+from relay_nb.connectors.types import ConnectorType, LazyFactory
 
 __all__ = [
     "BUILTIN_SCHEMES",
     "BUILTIN_TYPES",
     "BUILTIN_TYPE_NAMES",
-    "COMMON_OPTIONS",
-    "ENTRY_POINT_GROUP",
-    "RESERVED_TYPE_NAMES",
-    "SQL_TYPE",
-    "TYPE_NAME",
-    "WEB_SEARCH_PROVIDERS",
     "ConnectorPluginWarning",
     "ConnectorType",
     "ConnectorTypeInfo",
+    "ENTRY_POINT_GROUP",
     "LazyFactory",
+    "RESERVED_TYPE_NAMES",
+    "SQL_TYPE",
+    "WEB_SEARCH_PROVIDERS",
     "builtin_type",
     "config_type",
     "connector_type_for_scheme",
     "connector_types",
-    "describe_error",
     "find_connector_type",
     "is_builtin_scheme",
     "is_sql_dialect_scheme",
-    "keyword_parameters",
+    "refuse_builtin_meaning",
     "register_connector_type",
     "unknown_type_message",
     "unregister_connector_type",

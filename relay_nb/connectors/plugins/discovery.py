@@ -6,6 +6,11 @@ scan of every installed distribution's metadata. A package installed while the k
 is therefore seen after a kernel restart (the unknown-type message says so). Each entry
 point is loaded once; a broken one is skipped with a :class:`ConnectorPluginWarning` naming
 it and its distribution, and never affects the built-ins.
+
+Every type that enters — an entry point's here, a notebook cell's in
+:func:`~relay_nb.connectors.plugins.registry.register_connector_type` — first passes
+:func:`refuse_builtin_meaning`: no plugin may take what a built-in kind means
+(:mod:`relay_nb.connectors.kinds`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,14 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
-from relay_nb.connectors.plugins.builtins import refuse_builtin_meaning
-from relay_nb.connectors.plugins.connector_type import ConnectorType, describe_error
+from relay_nb.connectors.kinds import (
+    BUILTIN_TYPE_NAMES,
+    RESERVED_TYPE_NAMES,
+    WEB_SEARCH_PROVIDERS,
+    is_builtin_scheme,
+    is_sql_dialect_scheme,
+)
+from relay_nb.connectors.types import ConnectorType, describe_error
 from relay_nb.errors import ConfigurationError
 
 __all__ = [
@@ -30,6 +41,7 @@ __all__ = [
     "entry_points",
     "lock",
     "plugins",
+    "refuse_builtin_meaning",
     "warn",
 ]
 
@@ -121,6 +133,35 @@ def _load(ep: EntryPoint) -> Plugin | None:
         warn(f"{where} is skipped: {problem}. The built-in connectors are not affected.")
     _loaded[key] = plugin
     return plugin
+
+
+def refuse_builtin_meaning(ctype: ConnectorType) -> None:
+    """A plugin's (or a cell's) type may take no built-in name, web-search provider name,
+    built-in URL scheme or scheme SQLAlchemy reads as a database: what the built-ins mean
+    never depends on what else is installed. Called where a type enters the registry."""
+    if ctype.builtin:
+        raise ConfigurationError(f"{ctype.name!r} is a built-in connector type; it is registered")
+    if ctype.name in BUILTIN_TYPE_NAMES:
+        raise ConfigurationError(
+            f"{ctype.name!r} is a built-in connector type; give the plugin's type another name"
+        )
+    if ctype.name in RESERVED_TYPE_NAMES:
+        raise ConfigurationError(
+            f"{ctype.name!r} names a built-in web-search provider "
+            f"({', '.join(WEB_SEARCH_PROVIDERS)}); give the plugin's type another name"
+        )
+    for scheme in ctype.url_schemes:
+        if is_builtin_scheme(scheme):
+            raise ConfigurationError(
+                f"connector type {ctype.name!r}: the {scheme}:// scheme belongs to a built-in "
+                "connector; claim a scheme of the plugin's own"
+            )
+        if is_sql_dialect_scheme(scheme):
+            raise ConfigurationError(
+                f"connector type {ctype.name!r}: {scheme}:// is a SQLAlchemy database URL "
+                "(relay.connect builds a SQL connector from it); claim a scheme of the "
+                "plugin's own"
+            )
 
 
 def _builtin_meaning(ctype: ConnectorType) -> str:

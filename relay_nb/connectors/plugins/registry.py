@@ -11,18 +11,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from relay_nb.connectors.plugins import discovery
-from relay_nb.connectors.plugins.builtins import (
+from relay_nb.connectors.kinds import (
     BUILTIN_TYPES,
     CONFIG_TYPE_NAMES,
     RESERVED_TYPE_NAMES,
-    SCHEME,
-    TYPE_NAME,
     builtin_type,
     is_builtin_scheme,
-    refuse_builtin_meaning,
 )
-from relay_nb.connectors.plugins.connector_type import ConnectorType
+from relay_nb.connectors.plugins import discovery
+from relay_nb.connectors.plugins.discovery import refuse_builtin_meaning
+from relay_nb.connectors.types import SCHEME, TYPE_NAME, ConnectorType
 from relay_nb.errors import ConfigurationError
 
 __all__ = [

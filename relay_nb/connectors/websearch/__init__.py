@@ -1,7 +1,8 @@
 """The web search connector: Tavily, Brave or Serper behind one ``web_search`` tool.
 
 ``httpx`` is imported only when a search runs, and the connector's module on first access,
-so registering a connector costs nothing and the kind's record (:mod:`.kind`) stays cheap.
+so registering a connector costs nothing and the kind's record (:mod:`.kind`:
+:data:`WEBSEARCH_TYPE`, its options) stays cheap.
 """
 
 from __future__ import annotations
@@ -11,15 +12,37 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from relay_nb.connectors.websearch.connector import MAX_RESULTS, WebSearchConnector
     from relay_nb.connectors.websearch.hits import SearchHit
+    from relay_nb.connectors.websearch.kind import (
+        WEB_SEARCH_PROVIDERS,
+        WEBSEARCH_TYPE,
+        WebSearchKeywords,
+        WebSearchOptions,
+        WebSearchPythonOptions,
+    )
     from relay_nb.connectors.websearch.providers import PROVIDERS
 
-__all__ = ["MAX_RESULTS", "PROVIDERS", "SearchHit", "WebSearchConnector"]
+__all__ = [
+    "MAX_RESULTS",
+    "PROVIDERS",
+    "SearchHit",
+    "WEBSEARCH_TYPE",
+    "WEB_SEARCH_PROVIDERS",
+    "WebSearchConnector",
+    "WebSearchKeywords",
+    "WebSearchOptions",
+    "WebSearchPythonOptions",
+]
 
 _MODULES = {
     "MAX_RESULTS": "connector",
     "WebSearchConnector": "connector",
     "SearchHit": "hits",
     "PROVIDERS": "providers",
+    "WEBSEARCH_TYPE": "kind",
+    "WEB_SEARCH_PROVIDERS": "kind",
+    "WebSearchKeywords": "kind",
+    "WebSearchOptions": "kind",
+    "WebSearchPythonOptions": "kind",
 }
 
 

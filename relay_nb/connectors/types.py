@@ -1,8 +1,12 @@
 """``ConnectorType``: one kind of connector — its name, how to build one, what its options are,
-which ``relay.connect`` targets and config entries it takes — for the built-in kinds and for
-the ones a plugin (or a notebook cell) adds alike, with the checks that keep a plugin from
-taking a built-in's meaning. Also the keyword-parameter reading ``relay.connect`` shares, and
-the one short, redacted description of an exception every message here uses.
+which ``relay.connect`` targets and config entries it takes — the one record for the built-in
+kinds (each package's ``kind.py``, listed in :mod:`relay_nb.connectors.kinds`) and for the
+ones a plugin or a notebook cell adds (:mod:`relay_nb.connectors.plugins`). Also the
+keyword-parameter reading ``relay.connect`` shares, and the one short, redacted description of
+an exception every message here uses.
+
+Nothing here knows which kinds exist: every ``kind.py`` imports this module, and the modules
+that list the kinds (built-in or plugin) import those.
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ class ConnectorType:
       accepted options. ``python_keywords=True``: ``relay.connect`` keywords go to the factory
       as given (objects such as an engine or a transport included), checked by its signature;
       the model then checks config entries only.
+    - ``keywords_model``: every keyword the factory takes besides ``name`` and
+      ``description`` — the config model's options and those only Python can pass (an engine,
+      a ranker) — when they are more than ``config_model``'s; it declares them for the
+      reference (:mod:`relay_nb.connectors.options`), and nothing validates against it.
     - ``url_schemes``: ``relay.connect(id, "scheme://…")`` builds this type; ``accepts(target)``
       says which other targets it builds from (a DataFrame, an engine, a provider name);
       ``from_url`` turns the target into options (default ``{"url": target}``).
@@ -77,7 +85,8 @@ class ConnectorType:
     builtin: bool = False
     """relay_nb's own kinds only. A plugin's type is checked where it enters (registered
     from a cell, loaded from an entry point) against the built-ins' names and schemes:
-    :func:`relay_nb.connectors.plugins.builtins.refuse_builtin_meaning`."""
+    :func:`relay_nb.connectors.plugins.discovery.refuse_builtin_meaning`."""
+    keywords_model: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
@@ -92,11 +101,12 @@ class ConnectorType:
         object.__setattr__(self, "path_options", tuple(self.path_options))
         if not callable(self.factory):
             raise ConfigurationError(f"connector type {self.name!r}: factory must be callable")
-        model = self.config_model
-        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise ConfigurationError(
-                f"connector type {self.name!r}: config_model must be a pydantic BaseModel class"
-            )
+        for field in ("config_model", "keywords_model"):
+            model = getattr(self, field)
+            if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise ConfigurationError(
+                    f"connector type {self.name!r}: {field} must be a pydantic BaseModel class"
+                )
         for scheme in schemes:
             if not SCHEME.match(scheme):
                 raise ConfigurationError(
@@ -326,12 +336,13 @@ class LazyFactory:
 
     @property
     def __wrapped__(self) -> Callable[..., Connector]:
-        if self._target is None:
+        target = self._target
+        if target is None:
             import importlib
 
             module, _, attribute = self.path.partition(":")
-            self._target = getattr(importlib.import_module(module), attribute)
-        return self._target
+            target = self._target = getattr(importlib.import_module(module), attribute)
+        return target
 
     def __call__(self, *args: Any, **kwargs: Any) -> Connector:
         return self.__wrapped__(*args, **kwargs)

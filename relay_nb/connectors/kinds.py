@@ -1,17 +1,23 @@
-"""The built-in connector types, and the names and URL schemes no plugin may take.
+"""The built-in connector kinds, and what they mean to ``relay.connect`` and config files.
 
-Each built-in kind is a :class:`ConnectorType` declared beside its connector class (its
-``kind.py``: options model, config spellings, URL schemes, the Python targets it accepts), the
-same record a plugin registers. This module lists them, in the order ``relay.connect`` tries
-them, and derives what :mod:`relay_nb.connectors.specs`, :mod:`relay_nb.facade.targets` and
-the plugin registry check against, so that what ``relay.connect("w", "tavily")``,
-``{"type": "sql"}`` or ``snowflake://…`` builds never depends on what else is installed:
+Each built-in kind is a :class:`~relay_nb.connectors.types.ConnectorType` declared beside its
+connector class (its ``kind.py``: options model, config spellings, URL schemes, the Python
+targets it accepts), the same record a plugin registers. This module lists them, in the order
+``relay.connect`` tries them, and derives what :mod:`relay_nb.connectors.specs`,
+:mod:`relay_nb.facade.targets` and the plugin registry (:mod:`relay_nb.connectors.plugins`,
+which keeps a plugin from taking any of it) check against, so that what
+``relay.connect("w", "tavily")``, ``{"type": "sql"}`` or ``snowflake://…`` builds never depends
+on what else is installed:
 
 - the config-file types and their aliases, and the kinds built only from Python;
 - the web-search provider names, which ``relay.connect`` reads as a bare word;
 - the URL schemes of the built-ins, and every scheme SQLAlchemy may read as a dialect (its
   own, well-known third-party ones, and the ones installed under ``sqlalchemy.dialects``),
   since ``relay.connect`` hands any other URL to SQLAlchemy.
+
+A new built-in kind is its package (connector class, ``kind.py`` with its options model) and
+one line in :data:`BUILTIN_TYPES`; the option tables of ``docs/connectors.md`` are then
+regenerated (``tests/connectors/test_kind_options.py`` prints them).
 """
 
 from __future__ import annotations
@@ -22,11 +28,10 @@ from relay_nb.connectors.dataframe.kind import DATAFRAME_TYPE
 from relay_nb.connectors.http.kind import HTTP_TYPE
 from relay_nb.connectors.mcp.kind import MCP_TYPE
 from relay_nb.connectors.mongo.kind import MONGO_TYPE
-from relay_nb.connectors.plugins.connector_type import SCHEME, TYPE_NAME, ConnectorType
 from relay_nb.connectors.spark.kind import SPARK_TYPE
 from relay_nb.connectors.sql.kind import SQL_TYPE
+from relay_nb.connectors.types import ConnectorType
 from relay_nb.connectors.websearch.kind import WEB_SEARCH_PROVIDERS, WEBSEARCH_TYPE
-from relay_nb.errors import ConfigurationError
 
 __all__ = [
     "BUILTIN_SCHEMES",
@@ -34,15 +39,12 @@ __all__ = [
     "BUILTIN_TYPE_NAMES",
     "CONFIG_TYPE_NAMES",
     "RESERVED_TYPE_NAMES",
-    "SCHEME",
     "SQL_DIALECT_SCHEMES",
     "SQL_TYPE",
-    "TYPE_NAME",
     "WEB_SEARCH_PROVIDERS",
     "builtin_type",
     "is_builtin_scheme",
     "is_sql_dialect_scheme",
-    "refuse_builtin_meaning",
 ]
 
 BUILTIN_TYPES: tuple[ConnectorType, ...] = (
@@ -87,35 +89,6 @@ _installed_dialects: frozenset[str] | None = None
 def builtin_type(name: str) -> ConnectorType | None:
     """The built-in type a config spelling names (``postgres`` is ``sql``), or None."""
     return _BY_NAME.get(name) if isinstance(name, str) else None
-
-
-def refuse_builtin_meaning(ctype: ConnectorType) -> None:
-    """A plugin's (or a cell's) type may take no built-in name, web-search provider name,
-    built-in URL scheme or scheme SQLAlchemy reads as a database: what the built-ins mean
-    never depends on what else is installed. Called where a type enters the registry."""
-    if ctype.builtin:
-        raise ConfigurationError(f"{ctype.name!r} is a built-in connector type; it is registered")
-    if ctype.name in BUILTIN_TYPE_NAMES:
-        raise ConfigurationError(
-            f"{ctype.name!r} is a built-in connector type; give the plugin's type another name"
-        )
-    if ctype.name in RESERVED_TYPE_NAMES:
-        raise ConfigurationError(
-            f"{ctype.name!r} names a built-in web-search provider "
-            f"({', '.join(WEB_SEARCH_PROVIDERS)}); give the plugin's type another name"
-        )
-    for scheme in ctype.url_schemes:
-        if is_builtin_scheme(scheme):
-            raise ConfigurationError(
-                f"connector type {ctype.name!r}: the {scheme}:// scheme belongs to a built-in "
-                "connector; claim a scheme of the plugin's own"
-            )
-        if is_sql_dialect_scheme(scheme):
-            raise ConfigurationError(
-                f"connector type {ctype.name!r}: {scheme}:// is a SQLAlchemy database URL "
-                "(relay.connect builds a SQL connector from it); claim a scheme of the "
-                "plugin's own"
-            )
 
 
 def is_builtin_scheme(scheme: str) -> bool:
