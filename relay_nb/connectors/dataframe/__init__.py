@@ -9,8 +9,9 @@ list.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relay_nb._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from relay_nb.connectors.dataframe.connector import DUCKDB_CONFIG, DataFrameConnector
@@ -32,19 +33,14 @@ __all__ = [
     "is_frame",
 ]
 
-_MODULES = {
-    "DUCKDB_CONFIG": "connector",
-    "DataFrameConnector": "connector",
-    "FrameSource": "frames",
-    "DATAFRAME_TYPE": "kind",
-    "DataFrameKeywords": "kind",
-    "DataFrameOptions": "kind",
-    "is_frame": "kind",
+_EXPORTS = {
+    "DUCKDB_CONFIG": "relay_nb.connectors.dataframe.connector",
+    "DataFrameConnector": "relay_nb.connectors.dataframe.connector",
+    "FrameSource": "relay_nb.connectors.dataframe.frames",
+    "DATAFRAME_TYPE": "relay_nb.connectors.dataframe.kind",
+    "DataFrameKeywords": "relay_nb.connectors.dataframe.kind",
+    "DataFrameOptions": "relay_nb.connectors.dataframe.kind",
+    "is_frame": "relay_nb.connectors.dataframe.kind",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,9 +6,9 @@ model here stays cheap for the connectors that reuse it (MCP over HTTP); the kin
 (:mod:`.kind`: :data:`HTTP_TYPE`, its options) too.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
+from relay_nb._lazy import lazy_exports
 from relay_nb.connectors.http.auth import HTTPAuth, InlineSecretWarning
 
 if TYPE_CHECKING:
@@ -30,17 +30,12 @@ __all__ = [
     "InlineSecretWarning",
 ]
 
-_MODULES = {
-    "HTTPConnector": "connector",
-    "HTTP_TYPE": "kind",
-    "HTTPAuthOptions": "kind",
-    "HTTPOptions": "kind",
-    "HTTPPythonOptions": "kind",
+_EXPORTS = {
+    "HTTPConnector": "relay_nb.connectors.http.connector",
+    "HTTP_TYPE": "relay_nb.connectors.http.kind",
+    "HTTPAuthOptions": "relay_nb.connectors.http.kind",
+    "HTTPOptions": "relay_nb.connectors.http.kind",
+    "HTTPPythonOptions": "relay_nb.connectors.http.kind",
 }
 
-
-def __getattr__(name: str) -> object:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

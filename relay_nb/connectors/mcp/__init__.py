@@ -6,15 +6,18 @@ Needs the optional extra: ``pip install 'relay-nb[mcp]'``. The ``mcp`` SDK is im
 when a connector is built, never by importing this package.
 """
 
+from typing import TYPE_CHECKING
+
+from relay_nb._lazy import lazy_exports
 from relay_nb.connectors.mcp.descriptor import MCP, mcp_connector_from_config
 from relay_nb.connectors.mcp.spec import MCPSpecConfig
 
 __all__ = ["MCP", "MCPConnector", "MCPSpecConfig", "mcp_connector_from_config"]
 
+_EXPORTS = {"MCPConnector": "relay_nb.connectors.mcp.connector"}
+"""Its module imports pandas (results): loaded on first use."""
 
-def __getattr__(name: str) -> object:
-    if name == "MCPConnector":  # its module imports pandas (results); load it on demand
-        from relay_nb.connectors.mcp.connector import MCPConnector
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-        return MCPConnector
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if TYPE_CHECKING:
+    from relay_nb.connectors.mcp.connector import MCPConnector

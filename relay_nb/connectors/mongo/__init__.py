@@ -6,17 +6,20 @@ record (:mod:`.kind`: :data:`MONGO_TYPE` and the options models); each loads on 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relay_nb._lazy import lazy_exports
 
 __all__ = ["MONGO_TYPE", "MongoConnector", "MongoOptions", "MongoPythonOptions"]
 
+_EXPORTS = {
+    "MONGO_TYPE": "relay_nb.connectors.mongo.kind",
+    "MongoConnector": "relay_nb.connectors.mongo.connector",
+    "MongoOptions": "relay_nb.connectors.mongo.kind",
+    "MongoPythonOptions": "relay_nb.connectors.mongo.kind",
+}
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = "connector" if name == "MongoConnector" else "kind"
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

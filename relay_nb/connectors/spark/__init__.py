@@ -7,17 +7,21 @@ the kinds stays cheap and pyspark is never imported by relay_nb itself.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relay_nb._lazy import lazy_exports
 
 __all__ = ["SPARK_TYPE", "SparkConnector", "SparkKeywords", "SparkOptions", "is_spark_session"]
 
+_EXPORTS = {
+    "SPARK_TYPE": "relay_nb.connectors.spark.kind",
+    "SparkConnector": "relay_nb.connectors.spark.connector",
+    "SparkKeywords": "relay_nb.connectors.spark.kind",
+    "SparkOptions": "relay_nb.connectors.spark.kind",
+    "is_spark_session": "relay_nb.connectors.spark.kind",
+}
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = "connector" if name == "SparkConnector" else "kind"
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -7,8 +7,9 @@ keywords). Both load on first use, so importing this package costs nothing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relay_nb._lazy import lazy_exports
 
 __all__ = [
     "SQLConnector",
@@ -20,12 +21,17 @@ __all__ = [
     "is_engine",
 ]
 
+_EXPORTS = {
+    "SQLConnector": "relay_nb.connectors.sql.connector",
+    "SQLKeywords": "relay_nb.connectors.sql.kind",
+    "SQLOptions": "relay_nb.connectors.sql.kind",
+    "SQLPythonOptions": "relay_nb.connectors.sql.kind",
+    "SQL_SCHEMES": "relay_nb.connectors.sql.kind",
+    "SQL_TYPE": "relay_nb.connectors.sql.kind",
+    "is_engine": "relay_nb.connectors.sql.kind",
+}
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = "connector" if name == "SQLConnector" else "kind"
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

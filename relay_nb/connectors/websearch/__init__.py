@@ -7,7 +7,9 @@ so registering a connector costs nothing and the kind's record (:mod:`.kind`:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from relay_nb._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from relay_nb.connectors.websearch.connector import MAX_RESULTS, WebSearchConnector
@@ -33,23 +35,16 @@ __all__ = [
     "WebSearchPythonOptions",
 ]
 
-_MODULES = {
-    "MAX_RESULTS": "connector",
-    "WebSearchConnector": "connector",
-    "SearchHit": "hits",
-    "PROVIDERS": "providers",
-    "WEBSEARCH_TYPE": "kind",
-    "WEB_SEARCH_PROVIDERS": "kind",
-    "WebSearchKeywords": "kind",
-    "WebSearchOptions": "kind",
-    "WebSearchPythonOptions": "kind",
+_EXPORTS = {
+    "MAX_RESULTS": "relay_nb.connectors.websearch.connector",
+    "WebSearchConnector": "relay_nb.connectors.websearch.connector",
+    "SearchHit": "relay_nb.connectors.websearch.hits",
+    "PROVIDERS": "relay_nb.connectors.websearch.providers",
+    "WEBSEARCH_TYPE": "relay_nb.connectors.websearch.kind",
+    "WEB_SEARCH_PROVIDERS": "relay_nb.connectors.websearch.kind",
+    "WebSearchKeywords": "relay_nb.connectors.websearch.kind",
+    "WebSearchOptions": "relay_nb.connectors.websearch.kind",
+    "WebSearchPythonOptions": "relay_nb.connectors.websearch.kind",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"relay_nb.connectors.websearch.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
