@@ -17,12 +17,13 @@ from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from relay_nb.connectors.base import Connector
-from relay_nb.connectors.bounds import ResultBudget
+from relay_nb.connectors.bounds import ResultBudget, check_byte_limits
 from relay_nb.connectors.preflight import Estimate, Preflight
 from relay_nb.connectors.results import QueryResult, answer_query, build_frame
+from relay_nb.errors import ConfigurationError
 from relay_nb.sql import (
     Catalog,
     GuardedQuery,
@@ -33,23 +34,44 @@ from relay_nb.sql import (
 )
 from relay_nb.tools import Tool, ToolResult
 
-__all__ = ["DescribeInput", "GuardedSQLConnector", "QueryInput"]
+__all__ = ["DescribeInput", "GuardedSQLConnector", "QueryInput", "tool_inputs"]
 
 
-class QueryInput(BaseModel):
-    sql: str = Field(
-        description="Exactly one read-only SELECT (WITH … SELECT allowed) in this database's "
-        "SQL dialect. LIMIT is applied automatically."
+def tool_inputs(dialect: str, qualified: str) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The arguments of ``query_<id>`` and ``describe_<id>``, worded for an engine:
+    ``dialect`` names its SQL ("Spark SQL"), ``qualified`` how a table is qualified
+    ("database.table")."""
+    query = create_model(
+        "QueryInput",
+        sql=(
+            str,
+            Field(
+                description=f"Exactly one read-only SELECT (WITH … SELECT allowed) in {dialect}. "
+                "LIMIT is applied automatically."
+            ),
+        ),
     )
+    describe = create_model(
+        "DescribeInput",
+        tables=(
+            list[str],
+            Field(
+                default_factory=list,
+                description=f"Table names (or {qualified}) to describe in full.",
+            ),
+        ),
+        search=(
+            str | None,
+            Field(
+                default=None,
+                description="Words to find relevant tables when you do not know names.",
+            ),
+        ),
+    )
+    return query, describe
 
 
-class DescribeInput(BaseModel):
-    tables: list[str] = Field(
-        default_factory=list, description="Table names (or schema.table) to describe in full."
-    )
-    search: str | None = Field(
-        default=None, description="Words to find relevant tables when you do not know names."
-    )
+QueryInput, DescribeInput = tool_inputs("this database's SQL dialect", "schema.table")
 
 
 class GuardedSQLConnector(Connector):
@@ -63,6 +85,8 @@ class GuardedSQLConnector(Connector):
     dialect: str
     row_limit: int
     statement_timeout_s: float
+    max_value_bytes: int
+    max_result_bytes: int
     preview_chars: int
     ranker: SchemaRanker | None = None
     preflight: Preflight
@@ -102,6 +126,27 @@ class GuardedSQLConnector(Connector):
             f"Full details (all columns, keys, comments) of tables in {self.name}, by "
             "name or by search words. Use it for tables the schema summary left out."
         )
+
+    def _set_limits(
+        self,
+        *,
+        row_limit: int,
+        statement_timeout_s: float,
+        max_value_bytes: int,
+        max_result_bytes: int,
+    ) -> None:
+        """Check and keep what bounds every query: rows, seconds, and the bytes one value
+        and one result may bring into the kernel (a longer value is cut; reading stops, the
+        statement cancelled, before a result passes its limit)."""
+        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
+            max_value_bytes, max_result_bytes
+        )
+        if not isinstance(row_limit, int) or row_limit < 1:
+            raise ConfigurationError(f"row_limit must be a positive integer, got {row_limit!r}")
+        if not statement_timeout_s or statement_timeout_s <= 0:
+            raise ConfigurationError("statement_timeout_s must be a positive number of seconds")
+        self.row_limit = row_limit
+        self.statement_timeout_s = float(statement_timeout_s)
 
     # -- the guard --------------------------------------------------------------------------
 

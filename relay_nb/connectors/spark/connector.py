@@ -26,17 +26,14 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field
-
 from relay_nb.connectors.background import run_interruptibly
 from relay_nb.connectors.base import check_connector_id
 from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
-    check_byte_limits,
 )
-from relay_nb.connectors.guarded import DescribeInput, GuardedSQLConnector, QueryInput
+from relay_nb.connectors.guarded import GuardedSQLConnector, tool_inputs
 from relay_nb.connectors.preflight import Estimate, Preflight
 from relay_nb.connectors.results import QueryResult
 from relay_nb.connectors.spark.catalog import read_spark_catalog
@@ -56,23 +53,9 @@ __all__ = ["SparkConnector"]
 _MAX_MESSAGE = 400
 
 
-class _QueryInput(QueryInput):
-    sql: str = Field(
-        description="Exactly one read-only SELECT (WITH … SELECT allowed) in Spark SQL. "
-        "LIMIT is applied automatically."
-    )
-
-
-class _DescribeInput(DescribeInput):
-    tables: list[str] = Field(
-        default_factory=list, description="Table names (or database.table) to describe in full."
-    )
-
-
 class SparkConnector(GuardedSQLConnector):
     kind = "spark"
-    query_input = _QueryInput
-    describe_input = _DescribeInput
+    query_input, describe_input = tool_inputs("Spark SQL", "database.table")
     query_timeout_margin_s = 15.0
 
     def __init__(
@@ -114,17 +97,14 @@ class SparkConnector(GuardedSQLConnector):
                 "a Spark connector takes a SparkSession or a Spark Connect URL "
                 f"(sc://host:15002), not {type(session).__name__}"
             )
-        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
-            max_value_bytes, max_result_bytes
+        self._set_limits(
+            row_limit=row_limit,
+            statement_timeout_s=statement_timeout_s,
+            max_value_bytes=max_value_bytes,
+            max_result_bytes=max_result_bytes,
         )
-        if not isinstance(row_limit, int) or row_limit < 1:
-            raise ConfigurationError(f"row_limit must be a positive integer, got {row_limit!r}")
-        for option, seconds in (
-            ("statement_timeout_s", statement_timeout_s),
-            ("catalog_timeout_s", catalog_timeout_s),
-        ):
-            if not seconds or seconds <= 0:
-                raise ConfigurationError(f"{option} must be a positive number of seconds")
+        if not catalog_timeout_s or catalog_timeout_s <= 0:
+            raise ConfigurationError("catalog_timeout_s must be a positive number of seconds")
         self._owns_session = isinstance(session, str)
         """Opened here from an ``sc://`` URL, so closed here; a session passed in is the
         analyst's, and never stopped."""
@@ -139,8 +119,6 @@ class SparkConnector(GuardedSQLConnector):
         self._jobs = job_marks(session)
         self.name = name or id
         self.description = description
-        self.row_limit = row_limit
-        self.statement_timeout_s = float(statement_timeout_s)
         self.catalog_timeout_s = float(catalog_timeout_s)
         self.startup_timeout_s = self.catalog_timeout_s
         self.preview_chars = preview_chars

@@ -24,7 +24,6 @@ from relay_nb.connectors.bounds import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
-    check_byte_limits,
     describe_bytes,
 )
 from relay_nb.connectors.guarded import GuardedSQLConnector
@@ -116,19 +115,14 @@ class SQLConnector(GuardedSQLConnector):
         )
         """Ask the database what a query scans before running it, and when to ask the
         analyst first (:mod:`relay_nb.connectors.preflight`)."""
-        # bytes one value, and one result, may bring into the kernel: longer values are cut,
-        # and reading stops (the statement cancelled) before the result passes its limit
-        self.max_value_bytes, self.max_result_bytes = check_byte_limits(
-            max_value_bytes, max_result_bytes
+        self._set_limits(
+            row_limit=row_limit,
+            statement_timeout_s=statement_timeout_s,
+            max_value_bytes=max_value_bytes,
+            max_result_bytes=max_result_bytes,
         )
-        if not isinstance(row_limit, int) or row_limit < 1:
-            raise ConfigurationError(f"row_limit must be a positive integer, got {row_limit!r}")
-        if not statement_timeout_s or statement_timeout_s <= 0:
-            raise ConfigurationError("statement_timeout_s must be a positive number of seconds")
         self.name = name or id
         self.description = description
-        self.row_limit = row_limit
-        self.statement_timeout_s = float(statement_timeout_s)
         self.preview_chars = preview_chars
         if not isinstance(sample_values, int) or not 0 <= sample_values <= 20:
             raise ConfigurationError("sample_values must be an integer from 0 (off) to 20")
