@@ -155,7 +155,9 @@ class ConnectorSchemaSource:
                 kind="schema",
                 connector_id=self.connector.id,
             )
-            over = 0 if allowed is None or limit is None else framed_tokens(item) - allowed
+            if allowed is None or limit is None:
+                break
+            over = framed_tokens(item) - allowed
             if over <= 0:
                 break
             limit = max(0, limit - over)
