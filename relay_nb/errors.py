@@ -22,6 +22,7 @@ it as one line instead of a traceback through relay_nb's threads and loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, get_args
 
 __all__ = [
@@ -47,6 +48,9 @@ InvocationErrorCode = Literal[
 ]
 INVOCATION_ERROR_CODES: tuple[str, ...] = get_args(InvocationErrorCode)
 _RETRYABLE_BY_DEFAULT = frozenset({"RATE_LIMITED", "PROVIDER_UNAVAILABLE"})
+
+_Reduced = tuple[Callable[..., "InvocationError"], tuple[object, ...]]
+"""What an invocation error's ``__reduce__`` gives pickle: how to rebuild it, and from what."""
 
 
 class RelayError(Exception):
@@ -87,7 +91,8 @@ class InvocationError(RelayError):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r}, retryable={self.retryable})"
 
-    def __reduce__(self):  # keep code/retryable across pickling (multiprocessing, nbclient)
+    # keep code/retryable across pickling (multiprocessing, nbclient)
+    def __reduce__(self) -> _Reduced:
         return (
             _rebuild_invocation_error,
             (type(self), self.code, self.message, self.retryable, self.retry_after_s),
@@ -108,7 +113,7 @@ class ModelRequestsBlocked(InvocationError):
         self.runtime_id = runtime_id
         self.scope = scope
 
-    def __reduce__(self):
+    def __reduce__(self) -> _Reduced:
         return (type(self), (self.runtime_id, self.scope))
 
 
@@ -142,7 +147,13 @@ class QueryTimeoutError(QueryExecutionError):
     (an evaluation counts it as a timeout, not a wrong query)."""
 
 
-def _rebuild_invocation_error(cls, code, message, retryable, retry_after_s):
+def _rebuild_invocation_error(
+    cls: type[InvocationError],
+    code: InvocationErrorCode,
+    message: str,
+    retryable: bool,
+    retry_after_s: float | None,
+) -> InvocationError:
     return cls(code, message, retryable, retry_after_s=retry_after_s)
 
 

@@ -454,8 +454,8 @@ def _google_params(lines: list[str], params: dict[str, str]) -> None:
             entry_indent = indent
         entry = _GOOGLE_ENTRY.match(line.strip()) if indent == entry_indent else None
         if entry:
-            current = entry.group(1)
-            params[current] = entry.group(2).strip()
+            current = name = entry.group(1)
+            params[name] = entry.group(2).strip()
         elif current is not None:
             params[current] = f"{params[current]} {line.strip()}".strip()
 
@@ -466,8 +466,8 @@ def _sphinx_params(lines: list[str], params: dict[str, str]) -> None:
         stripped = line.strip()
         match = _SPHINX_PARAM.match(stripped)
         if match:
-            current = match.group(1)
-            params[current] = match.group(2).strip()
+            current = name = match.group(1)
+            params[name] = match.group(2).strip()
         elif not stripped or stripped.startswith(":"):
             current = None
         elif current is not None:

@@ -179,13 +179,14 @@ class UsageLedger:
         if self._engine is not None and self._table is not None:
             return self._engine, self._table
         import sqlalchemy as sa
+        from sqlalchemy import event
 
         if self._path is not None:
             self._path.parent.mkdir(parents=True, exist_ok=True)
         url = self._url.reveal()
         engine = sa.create_engine(url, connect_args=_connect_args(url))
         if engine.dialect.name == "sqlite":
-            sa.event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect", _sqlite_pragmas)
         table = _table_for(sa.MetaData())
         try:
             table.metadata.create_all(engine, checkfirst=True)

@@ -76,7 +76,7 @@ class _Stop(Exception):
         detail: str | None = None,
     ) -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason: FinishReason = reason
         self.error = error
         self.detail = detail
 

@@ -174,12 +174,12 @@ def worst_case_rates(
     """
     rates = _rates(price, table, batch=batch)
     prompt = rates["input"]
+    output = rates["output"]
+    assert prompt is not None and output is not None  # input and output prices are required
     if cache_ttl is not None:
         write = rates[f"cache_write_{cache_ttl}"]
         if write is not None:
             prompt = max(prompt, write)
-    output = rates["output"]
-    assert prompt is not None and output is not None  # input and output prices are required
     return CallRates(prompt=prompt, output=output)
 
 

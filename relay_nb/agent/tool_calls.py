@@ -133,7 +133,7 @@ async def execute_calls(
 
 
 async def _wait_or_abort(
-    tasks: list[asyncio.Future[ToolOutcome]], abort: AbortSignal | None
+    tasks: Sequence[asyncio.Future[ToolOutcome]], abort: AbortSignal | None
 ) -> bool:
     """Wait for every task; if ``abort`` fires first, cancel them and wait for their cleanup."""
     if abort is None:
@@ -157,7 +157,7 @@ async def _wait_or_abort(
             await watcher
 
 
-async def _cancel_and_wait(tasks: list[asyncio.Future[ToolOutcome]]) -> None:
+async def _cancel_and_wait(tasks: Sequence[asyncio.Future[ToolOutcome]]) -> None:
     """Cancel ``tasks`` and wait until each has finished its own cleanup (a DB rollback)."""
     for task in tasks:
         task.cancel()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import TextIO, cast
 
 from relay_nb.demo.run import (
     PREVIEW_ROWS,
@@ -47,7 +47,8 @@ def run_ask(
     from relay_nb.facade.relay import Relay
     from relay_nb.views import turn_text
 
-    out = out or sys.stdout
+    # typeshed's sys.stdout may be None (pythonw); a command runs with one to print to
+    out = out or cast(TextIO, sys.stdout)
     choice = choose_model(model)
     if choice.scripted:
         raise ConfigurationError(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -180,7 +180,9 @@ def _relay(options: EvalOptions) -> Any:
 def _connect(relay: Any, bank: Any, overrides: Sequence[str]) -> None:
     """The bank's connectors, with ``--connect ID=URL`` added or put in their place."""
     asked = {q.connector for q in bank.questions}
-    targets = {cid: (lambda cid=cid: bank.target(cid)) for cid in bank.connectors}
+    targets: dict[str, Callable[[], str]] = {
+        cid: (lambda cid=cid: bank.target(cid)) for cid in bank.connectors
+    }
     for item in overrides:
         connector_id, sep, url = item.partition("=")
         connector_id, url = connector_id.strip(), url.strip()

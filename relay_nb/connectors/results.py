@@ -25,7 +25,7 @@ import json
 import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -142,7 +142,8 @@ def build_frame(
         if kind == "date":
             frame[name] = pd.to_datetime(frame[name])
         elif kind == "iso":
-            frame[name] = _parse_iso(frame[name])
+            # the names are unique (checked above), so a name selects one Series
+            frame[name] = _parse_iso(cast("pd.Series", frame[name]))
     return frame
 
 

@@ -192,8 +192,9 @@ class ContextResolver:
         status: _Status = "ok"
         error: str | None = None
         items: list[ContextItem] = []
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout) as scope:
+            async with scope:
                 items = _check_items(await source.fetch(request))
         except TimeoutError as exc:
             # asyncio.timeout raises TimeoutError on expiry; a source may raise its own

@@ -121,10 +121,15 @@ class ConnectorSchemaSource:
         self.name = f"schema:{connector.id}"
 
     async def prewarm(self, request: ContextRequest) -> None:
-        if hasattr(self.connector, "catalog"):
-            await asyncio.to_thread(lambda: self.connector.catalog)
-        else:
-            await asyncio.to_thread(self.connector.prompt_context)
+        connector = self.connector
+
+        def warm() -> None:
+            # hasattr reads a catalog property (the read to warm), so it runs here, off the
+            # event loop; a connector without one renders its prompt context instead
+            if not hasattr(connector, "catalog"):
+                connector.prompt_context()
+
+        await asyncio.to_thread(warm)
 
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:
         if request.connector_ids and self.connector.id not in request.connector_ids:
@@ -150,7 +155,9 @@ class ConnectorSchemaSource:
                 kind="schema",
                 connector_id=self.connector.id,
             )
-            over = 0 if allowed is None or limit is None else framed_tokens(item) - allowed
+            if allowed is None or limit is None:
+                break
+            over = framed_tokens(item) - allowed
             if over <= 0:
                 break
             limit = max(0, limit - over)

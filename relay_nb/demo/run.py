@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from relay_nb.demo.data import (
     DEMO_TABLES,
@@ -106,7 +106,8 @@ def run_demo(
     Configuration problems (a bad ``--db``, a missing extra, an unknown profile) raise
     :class:`~relay_nb.errors.ConfigurationError`, which the CLI prints in one line.
     """
-    out = out or sys.stdout
+    # typeshed's sys.stdout may be None (pythonw); a command runs with one to print to
+    out = out or cast(TextIO, sys.stdout)
     choice = choose_model(model)
     _check_early(choice, db, notebook)
     say(out, "relay-nb demo · " + choice.describe())

@@ -17,8 +17,9 @@ import datetime as dt
 import html
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -350,6 +351,21 @@ def report_headline(report: EvalReport) -> str:
     return " · ".join(parts)
 
 
+class _TagRow(Protocol):
+    """A row of :meth:`EvalReport.by_tag` as ``itertuples`` gives it."""
+
+    tag: str
+    attempts: int
+    correct: int
+    accuracy: float
+
+
+def _tag_rows(tags: pd.DataFrame) -> Iterator[_TagRow]:
+    # itertuples makes namedtuples with by_tag's column names as fields (the stubs can only
+    # say tuples)
+    return cast("Iterator[_TagRow]", tags.itertuples())
+
+
 def report_summary(report: EvalReport, *, misses: int = 20) -> str:
     """The terminal report: the headline, reasons, per-tag accuracy and the misses (a
     miss repeated over attempts once, with how many)."""
@@ -363,7 +379,7 @@ def report_summary(report: EvalReport, *, misses: int = 20) -> str:
             "  by tag: "
             + ", ".join(
                 f"{row.tag} {row.accuracy:.0%} ({row.correct}/{row.attempts})"
-                for row in tags.itertuples()
+                for row in _tag_rows(tags)
             )
         )
     grouped: Counter[tuple[str, str, str]] = Counter(
@@ -430,7 +446,7 @@ def report_html(report: EvalReport) -> str:
     tag_rows = "".join(
         f"<tr><td{_LEFT}>{esc(str(r.tag))}</td><td>{r.correct}/{r.attempts}</td>"
         f"<td>{r.accuracy:.0%}</td></tr>"
-        for r in tags.itertuples()
+        for r in _tag_rows(tags)
     )
     ordered = sorted(report.attempts, key=lambda a: (a.correct, a.question_id, a.attempt))
     rows = []

@@ -37,6 +37,7 @@ from typing import Any
 import sqlglot
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from relay_nb.agent.accounting import runtime_model
 from relay_nb.agent.caps import UsageCaps
@@ -44,7 +45,7 @@ from relay_nb.agent.pricing import price_usage
 from relay_nb.agent.session import Session
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.errors import ConfigurationError, RelayError
-from relay_nb.eval.attempts import Attempt, EvalEstimate
+from relay_nb.eval.attempts import Attempt, EvalEstimate, Reason
 from relay_nb.eval.bank import BankQuestion, QuestionBank, load_bank, read_expected_csv
 from relay_nb.eval.compare import Table, compare_results
 from relay_nb.eval.report import EvalReport
@@ -201,7 +202,8 @@ async def run_eval(
 
 def score(question: BankQuestion, expected: _Expected, turn: TurnResult, number: int) -> Attempt:
     """One attempt's verdict (see the module docstring)."""
-    reason, detail, sql, ran = None, "", "", True
+    reason: Reason | None = None
+    detail, sql, ran = "", "", True
     prediction = _prediction(turn, question.connector)
     if prediction is not None:
         sql = prediction.submitted_sql or prediction.executed_sql
@@ -273,7 +275,7 @@ def _prediction(turn: TurnResult, connector_id: str) -> Any:
     return None
 
 
-def _no_result(turn: TurnResult, connector_id: str) -> tuple[str, str, str]:
+def _no_result(turn: TurnResult, connector_id: str) -> tuple[Reason, str, str]:
     """Why a turn has no result from the connector: its last failed tool call (a refused or
     failing query, a tool that does not exist), else that it read something else or nothing."""
     for outcome in reversed(turn.tool_results):
@@ -352,7 +354,7 @@ def _orders_outermost(sql: str, dialect: str | None) -> bool:
     """Whether the query's outermost SELECT (or set operation) has an ORDER BY."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect or None)
-    except sqlglot.errors.SqlglotError:
+    except SqlglotError:
         return False
     return isinstance(tree, exp.Query) and tree.args.get("order") is not None
 

@@ -224,7 +224,12 @@ class _Reader:
             params = metric.get("type_params") or {}
             if metric.get("type", "simple") in ("simple", "cumulative"):
                 measure = (params.get("measure") or {}).get("name")
-                if measure in measures and measures[measure][0] in _AGGREGATES:
+                # None (no measure named) is in no manifest's measures either
+                if (
+                    measure is not None
+                    and measure in measures
+                    and measures[measure][0] in _AGGREGATES
+                ):
                     aggregation, expr, _ = measures[measure]
                     parts[metric["name"]] = (_AGGREGATES[aggregation], expr)
 

@@ -55,7 +55,7 @@ def load_knowledge_with_file(
     """The knowledge, and the knowledge file verified queries may be appended to: the first
     relay_nb knowledge file among the sources (a dbt manifest or a Cortex model is the
     team's own file, never written to; a mapping has no file)."""
-    if isinstance(source, list | tuple):
+    if isinstance(source, Sequence) and not isinstance(source, str):  # a list of sources
         if not source:
             raise ConfigurationError("no knowledge given: name a file, a mapping or a list")
         loaded = [load_knowledge_with_file(one) for one in source]

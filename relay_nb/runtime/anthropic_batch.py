@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from relay_nb.errors import InvocationError
@@ -45,7 +45,9 @@ from relay_nb.runtime.types import (
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
     from anthropic.types.messages import MessageBatch
+    from anthropic.types.messages.batch_create_params import Request
 
 __all__ = ["MAX_BATCH_REQUESTS", "BatchingRuntime", "custom_id", "invoke_batch", "poll_delays"]
 
@@ -152,8 +154,13 @@ async def invoke_batch(
 
 async def _run(runtime: BatchingRuntime, requests: list[InvocationRequest]) -> list[BatchOutcome]:
     client = await runtime._client()
-    items = [
-        {"custom_id": custom_id(index), "params": runtime._params(request)}
+    # _params gives the keyword arguments of a (non-streaming) messages.create, built as a
+    # plain dict: a batch item's params are exactly those
+    items: list[Request] = [
+        {
+            "custom_id": custom_id(index),
+            "params": cast("MessageCreateParamsNonStreaming", runtime._params(request)),
+        }
         for index, request in enumerate(requests)
     ]
     started = time.perf_counter()
@@ -185,7 +192,7 @@ async def _run(runtime: BatchingRuntime, requests: list[InvocationRequest]) -> l
     ]
 
 
-async def _create(client: AsyncAnthropic, items: list[dict[str, Any]], *, grace: float):
+async def _create(client: AsyncAnthropic, items: list[Request], *, grace: float):
     """Create the batch. Shielded: if the call is aborted while the create is in flight, the
     batch may exist already, so the create is allowed ``grace`` seconds to say which batch
     to cancel rather than being cut off and leaving an unknown batch running."""

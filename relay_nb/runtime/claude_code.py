@@ -207,7 +207,9 @@ def build_result(
     """Map a successful result object. For a forced tool the answer *is* the tool call, so
     ``output_text`` stays empty, as with a forced tool on the Messages API."""
     tool = forced_tool(request)
-    text = report.get("result") if isinstance(report.get("result"), str) else ""
+    text = report.get("result")
+    if not isinstance(text, str):
+        text = ""
     usage = _usage(report)
     model, source = served_model(report.get("modelUsage"), configured_model)
     stop = report.get("stop_reason")

@@ -182,7 +182,7 @@ class OpenAICompatibleRuntime(BaseRuntime):
         self.tools = tools
         self.structured_output: StructuredOutput = structured_output
         self.stream = stream
-        self.max_tokens_param = max_tokens_param
+        self.max_tokens_param: MaxTokensParam | None = max_tokens_param
         self.timeout = timeout if timeout is not None else (600.0 if self.compatible else 120.0)
         self.max_retries = max_retries
         self.default_max_output_tokens = default_max_output_tokens
@@ -237,9 +237,9 @@ class OpenAICompatibleRuntime(BaseRuntime):
             params["extra_headers"] = {name: Omit() for name in omitted}
         started = time.perf_counter()
         # a forced prompted tool's text is JSON for the tool, not an answer to stream
-        streaming = self.stream and on_text is not None and forced is None
+        streaming = self.stream and forced is None
         try:
-            if streaming:
+            if streaming and on_text is not None:
                 reply = await self._stream(client, params, on_text)
             else:
                 completion = await client.chat.completions.create(**params)

@@ -311,7 +311,9 @@ def _failure_report(events: list[dict[str, Any]]) -> tuple[str | None, int | Non
             continue
         error = event.get("error")
         error = error if isinstance(error, dict) else {}
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = error.get("data")
+        if not isinstance(data, dict):
+            data = {}
         parts = [error.get("name"), data.get("message"), error.get("message")]
         texts.append("\n".join(p for p in parts if isinstance(p, str)))
         code = data.get("statusCode")
@@ -345,9 +347,15 @@ def _usage(events: list[dict[str, Any]]) -> tuple[Usage, str | None]:
         part = event.get("part") if event["type"] == "step_finish" else None
         if not isinstance(part, dict):
             continue
-        reason = part.get("reason") if isinstance(part.get("reason"), str) else reason
-        tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        said = part.get("reason")
+        if isinstance(said, str):
+            reason = said
+        tokens = part.get("tokens")
+        if not isinstance(tokens, dict):
+            tokens = {}
+        cache = tokens.get("cache")
+        if not isinstance(cache, dict):
+            cache = {}
         found = {
             "input": tokens.get("input"),
             "output": tokens.get("output"),

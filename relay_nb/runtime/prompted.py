@@ -163,7 +163,9 @@ def _combinator_problems(
 def _object_problem(
     value: dict[str, Any], node: Mapping[str, Any], root: Mapping[str, Any], path: str, depth: int
 ) -> str | None:
-    properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+    properties = node.get("properties")
+    if not isinstance(properties, dict):
+        properties = {}
     for name in node.get("required") or []:
         if isinstance(name, str) and name not in value:
             return f"at {_join(path, name)}: required property missing"

@@ -423,7 +423,7 @@ class AnthropicStub(ScriptedStub["Reply"]):
         return 200, batch.to_json(self.results_base_url or self.base_url)
 
 
-class _Handler(StubHandler):
+class _Handler(StubHandler[AnthropicStub]):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         body = json_object(raw)
@@ -437,7 +437,7 @@ class _Handler(StubHandler):
         if _is_batch_path(self.path):
             self._serve_batch_call(recorded)
             return
-        reply = self.server.stub._record(recorded)
+        reply = self.stub._record(recorded)
         if self.path.split("?", 1)[0] not in ("/v1/messages", "/v1/messages/count_tokens"):
             reply = ErrorReply(status=404, message=f"the stub does not serve {self.path}")
         elif reply is None:
@@ -452,7 +452,7 @@ class _Handler(StubHandler):
         self._reply(ErrorReply(status=404, message="the stub only serves POST /v1/messages"))
 
     def _serve_batch_call(self, recorded: RecordedRequest) -> None:
-        stub = self.server.stub
+        stub = self.stub
         fault = stub._record_batch_call(recorded)
         self.close_connection = True
         if isinstance(fault, Delay):
@@ -493,13 +493,13 @@ class _Handler(StubHandler):
         elif stream:
             self._send_stream(reply)
         else:
-            self._send_json(200, _message_json(reply, self.server.stub), {})
+            self._send_json(200, _message_json(reply, self.stub), {})
 
     def _send_stream(self, reply: MessageReply) -> None:
         self._start(200, "text/event-stream", {"cache-control": "no-cache"})
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for event in _stream_events(reply, self.server.stub):
+        for event in _stream_events(reply, self.stub):
             if reply.event_delay_s and not self._wait_or_abandon(reply.event_delay_s):
                 return
             if event == "drop":

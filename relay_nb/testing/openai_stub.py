@@ -196,7 +196,7 @@ class OpenAIStub(ScriptedStub["Reply"]):
         return f"http://127.0.0.1:{self.port}/v1"
 
 
-class _Handler(StubHandler):
+class _Handler(StubHandler[OpenAIStub]):
     request_id_header = "x-request-id"
 
     def do_POST(self) -> None:
@@ -212,7 +212,7 @@ class _Handler(StubHandler):
             body=body,
             raw_body=raw,
         )
-        reply = self.server.stub._record(recorded)
+        reply = self.stub._record(recorded)
         if reply is None:
             reply = ErrorReply(status=500, message="OpenAIStub has no scripted reply left")
         while callable(reply):
@@ -250,7 +250,7 @@ class _Handler(StubHandler):
             if stream:
                 self._send_stream(reply, include_usage=include_usage)
             else:
-                self._send_json(200, _completion_json(reply, self.server.stub), {})
+                self._send_json(200, _completion_json(reply, self.stub), {})
         else:
             self._send_json(500, ErrorReply(status=500, message="not a reply").body(), {})
 
@@ -258,7 +258,7 @@ class _Handler(StubHandler):
         self._start(200, "text/event-stream", {"cache-control": "no-cache"})
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for event in _stream_events(reply, self.server.stub, include_usage=include_usage):
+        for event in _stream_events(reply, self.stub, include_usage=include_usage):
             if reply.event_delay_s and not self._wait_or_abandon(reply.event_delay_s):
                 return
             if event == "drop":

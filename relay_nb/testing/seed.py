@@ -30,6 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 __all__ = [
@@ -501,7 +502,7 @@ def seed_digest(url_or_engine: str | sa.URL | Engine) -> str | None:
             cols = ", ".join(_q(family, c.name) for c in table.columns)
             try:
                 rows = conn.exec_driver_sql(f"SELECT {cols} FROM {_q(family, table.name)}").all()
-            except sa.exc.DBAPIError:
+            except DBAPIError:
                 return None
             h.update(_digest_rows(table, rows).encode())
         return h.hexdigest()
@@ -558,5 +559,5 @@ def drop_scratch_database(conn: Connection, name: str) -> None:
         return
     try:
         conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    except sa.exc.DBAPIError:
+    except DBAPIError:
         conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")

@@ -23,11 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, ClassVar, Generic, Literal, Self, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, cast
 
 __all__ = ["RecordedRequest", "ScriptedStub", "StubHandler", "json_object", "peer_state"]
 
 ReplyT = TypeVar("ReplyT")
+StubT = TypeVar("StubT", bound="ScriptedStub[Any]")
 
 POLL_S = 0.02
 """How often a delayed reply looks whether its client hung up."""
@@ -51,7 +52,7 @@ class ScriptedStub(Generic[ReplyT]):
     requests each get exactly one scripted reply, in arrival order.
     """
 
-    handler: ClassVar[type[StubHandler]]
+    handler: ClassVar[type[StubHandler[Any]]]
     """The request handler class of the API the stub speaks."""
 
     def __init__(self) -> None:
@@ -185,7 +186,7 @@ class _StubServer(ThreadingHTTPServer):
     daemon_threads = False  # so server_close() joins handler threads: nothing outlives close()
     block_on_close = True
 
-    def __init__(self, stub: ScriptedStub[Any], handler: type[StubHandler]) -> None:
+    def __init__(self, stub: ScriptedStub[Any], handler: type[StubHandler[Any]]) -> None:
         self.stub = stub
         super().__init__(("127.0.0.1", 0), handler)
 
@@ -195,10 +196,10 @@ class _StubServer(ThreadingHTTPServer):
         self.server_name, self.server_port = "127.0.0.1", int(self.server_address[1])
 
 
-class StubHandler(BaseHTTPRequestHandler):
-    """Connection tracking, abandonable waits and JSON responses; subclasses route requests."""
+class StubHandler(BaseHTTPRequestHandler, Generic[StubT]):
+    """Connection tracking, abandonable waits and JSON responses; subclasses route requests
+    (``StubT``: the stub class whose ``handler`` the subclass is)."""
 
-    server: _StubServer
     # HTTP/1.1 so a stream can be chunked (a mid-stream drop is then a broken transfer, not
     # a clean end); every response says "Connection: close", so no keep-alive socket is
     # left for a client to reuse after the stub changed its script.
@@ -206,12 +207,19 @@ class StubHandler(BaseHTTPRequestHandler):
     timeout = 10.0  # a client that connects and never sends cannot pin a thread for long
     request_id_header: ClassVar[str] = "request-id"
 
+    @property
+    def stub(self) -> StubT:
+        """The stub this request is served for."""
+        # a handler runs only in the _StubServer its stub's start() made (the server
+        # attribute is typed as any BaseServer), and that stub's handler is this class
+        return cast(StubT, cast(_StubServer, self.server).stub)
+
     def setup(self) -> None:
         super().setup()
-        self.server.stub._track(self.connection, active=True)
+        self.stub._track(self.connection, active=True)
 
     def finish(self) -> None:
-        self.server.stub._track(self.connection, active=False)
+        self.stub._track(self.connection, active=False)
         with contextlib.suppress(OSError):
             super().finish()
 
@@ -220,7 +228,7 @@ class StubHandler(BaseHTTPRequestHandler):
 
     def _wait_or_abandon(self, seconds: float) -> bool:
         """Sleep in short slices; False if the client hung up or the stub is stopping."""
-        stub = self.server.stub
+        stub = self.stub
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             if stub._stopping.is_set():
@@ -237,7 +245,7 @@ class StubHandler(BaseHTTPRequestHandler):
     def _start(self, status: int, content_type: str, headers: Mapping[str, str]) -> None:
         self.send_response(status)
         self.send_header("content-type", content_type)
-        self.send_header(self.request_id_header, self.server.stub._next_id("req"))
+        self.send_header(self.request_id_header, self.stub._next_id("req"))
         self.send_header("connection", "close")
         for name, value in headers.items():
             self.send_header(name, value)

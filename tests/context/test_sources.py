@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pandas as pd
 import pytest
@@ -80,6 +81,38 @@ async def test_prewarm_reads_the_catalog_before_the_first_question(wide_catalog)
     wide_catalog._catalog = None
     await source.prewarm(ask(""))
     assert wide_catalog._catalog is not None
+
+
+async def test_prewarm_reads_the_catalog_off_the_event_loop():
+    # checking for the catalog property evaluates it: that read used to block the loop
+    loop_thread = threading.get_ident()
+
+    class Slow:
+        id = "slow"
+
+        def __init__(self) -> None:
+            self.read_on_loop: list[bool] = []
+
+        @property
+        def catalog(self) -> str:
+            self.read_on_loop.append(threading.get_ident() == loop_thread)
+            return "catalog"
+
+    class NoCatalog:
+        id = "plain"
+
+        def __init__(self) -> None:
+            self.rendered_on_loop: list[bool] = []
+
+        def prompt_context(self) -> str:
+            self.rendered_on_loop.append(threading.get_ident() == loop_thread)
+            return "context"
+
+    slow, plain = Slow(), NoCatalog()
+    await ConnectorSchemaSource(slow).prewarm(ask(""))
+    await ConnectorSchemaSource(plain).prewarm(ask(""))
+    assert slow.read_on_loop == [False]
+    assert plain.rendered_on_loop == [False]
 
 
 async def test_dataframe_summaries_are_bounded_and_mentioned_frames_rank_higher():

@@ -5,6 +5,7 @@ the question, the glossary's words the question uses."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 from pathlib import Path
 
@@ -98,6 +99,15 @@ def test_a_file_is_validated_and_read(tmp_path: Path) -> None:
 def test_mistakes_name_their_line(text: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         parse_knowledge(text)
+
+
+def test_any_sequence_of_sources_is_merged() -> None:
+    # the signature takes a Sequence; one that is not a list or tuple used to reach Path()
+    # and fail with a TypeError
+    first, second = {"rules": ["first"]}, {"rules": ["second"]}
+    as_list = load_knowledge([first, second])
+    assert load_knowledge(collections.deque([first, second])) == as_list
+    assert as_list.rules == ("first", "second")
 
 
 def test_a_missing_file_says_so(tmp_path: Path) -> None:

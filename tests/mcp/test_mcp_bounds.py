@@ -181,3 +181,26 @@ def test_byte_options_are_checked() -> None:
         MCP(url="http://127.0.0.1:1/mcp", maxResultBytes=0)
     spec = MCP(command=["x"], maxValueBytes=1000, maxResultBytes=5000)
     assert (spec.max_value_bytes, spec.max_result_bytes) == (1000, 5000)
+
+
+def test_content_text_counts_an_image_by_its_placeholder() -> None:
+    # the running count is of characters shown; an image's decoded size must not replace
+    # it (a big image used to hide its own placeholder and everything after it, and one
+    # without base64 data failed the limit arithmetic)
+    class Text:
+        type = "text"
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+    class Image:
+        type, mime_type = "image", "image/png"
+
+        def __init__(self, data: object) -> None:
+            self.data = data
+
+    placeholder = "[image (image/png, 29 KB) returned; not shown to the model]"
+    blocks = [Text("a" * 10), Image("A" * 40_000), Text("b" * 10)]
+    assert content_text(blocks, limit=200) == "\n".join(["a" * 10, placeholder, "b" * 10])
+    unknown = "[image (image/png, size unknown) returned; not shown to the model]"
+    assert content_text([Image(None), Text("b" * 10)], limit=200) == unknown + "\n" + "b" * 10

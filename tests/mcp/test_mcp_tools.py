@@ -171,3 +171,19 @@ def test_targets_show_the_command_or_masked_url(stdio_files, http_docs, http_url
         assert "pw-77d1c9e0aa" not in repr(masked)
     finally:
         masked.close()
+
+
+def test_the_test_server_starts_without_docstrings() -> None:
+    # python -OO drops the module docstring its --help is taken from (it used to fail with
+    # an AttributeError on None before parsing a single argument)
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-OO", "-m", "relay_nb.testing.mcp_server", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--transport" in done.stdout

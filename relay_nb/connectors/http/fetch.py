@@ -108,8 +108,8 @@ async def fetch(
                 request = client.build_request(method, current, json=body)
                 response = await client.send(request, stream=True)
                 try:
-                    follow = guard is not None and method == "GET" and hop < MAX_REDIRECTS
-                    if follow and response.is_redirect:
+                    follow = method == "GET" and hop < MAX_REDIRECTS
+                    if guard is not None and follow and response.is_redirect:
                         current = response.url.join(response.headers["location"])
                         _check_redirect(guard, str(current), what)
                         continue

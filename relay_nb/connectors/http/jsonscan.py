@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 __all__ = ["CHECK_EVERY", "ListHead", "scan_json", "whole"]
 
@@ -35,9 +35,28 @@ _NAME = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
 _COLON = re.compile(r"[ \t\n\r]*:[ \t\n\r]*")
 _AFTER_ITEM = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _AFTER_FIELD = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+
+
+class _Decoder(Protocol):
+    """A JSONDecoder as it is at run time: its ``__init__`` sets ``scan_once``, which
+    typeshed's stub leaves out."""
+
+    scan_once: Callable[[str, int], tuple[Any, int]]
+
+
+class _DecoderModule(Protocol):
+    """``json.decoder`` as it is at run time: it exports ``scanstring`` (the C one when
+    there is one), which typeshed's stub leaves out."""
+
+    def scanstring(self, s: str, end: int, strict: bool = True, /) -> tuple[str, int]: ...
+
+
 _DECODER = json.JSONDecoder()
-_SCAN = _DECODER.scan_once  # the C scanner behind raw_decode, without its wrapper
-_string = json.decoder.scanstring  # C: the string whose opening quote is before pos
+# the casts only name what the stubs leave out (above); the objects are the same ones
+# the C scanner behind raw_decode, without its wrapper
+_SCAN = cast(_Decoder, _DECODER).scan_once
+# C: the string whose opening quote is before pos
+_string = cast(_DecoderModule, json.decoder).scanstring
 
 
 @dataclass

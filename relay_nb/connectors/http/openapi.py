@@ -139,7 +139,9 @@ def _parse_yaml(text: str, source: str) -> Any:
 
 def summarise(document: Mapping[str, Any], *, base_path: str = "") -> ApiSummary:
     """Every operation of the document, in document order, paths as seen from the base URL."""
-    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    info = document.get("info")
+    if not isinstance(info, dict):
+        info = {}
     prefix = _path_prefix(document, base_path)
     operations: list[Operation] = []
     for path, raw_item in document.get("paths", {}).items():

@@ -255,7 +255,7 @@ class MCPConnector(Connector):
             except RelayError as exc:
                 skipped.append(f"{resource.name}: could not be read ({_short(exc)})")
                 continue
-            texts = [c.text for c in read.contents if isinstance(getattr(c, "text", None), str)]
+            texts = [t for c in read.contents if isinstance(t := getattr(c, "text", None), str)]
             if not texts:
                 skipped.append(f"{label}: binary, not read")
                 continue

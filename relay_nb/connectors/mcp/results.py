@@ -126,8 +126,8 @@ def content_text(blocks: Sequence[Any], *, limit: int | None = None) -> str:
             parts.append(str(getattr(block, "text", "")))
         elif kind in ("image", "audio"):
             mime = getattr(block, "mime_type", None) or "unknown type"
-            size = _decoded_size(getattr(block, "data", ""))
-            parts.append(f"[{kind} ({mime}, {_size(size)}) returned; not shown to the model]")
+            decoded = _decoded_size(getattr(block, "data", ""))
+            parts.append(f"[{kind} ({mime}, {_size(decoded)}) returned; not shown to the model]")
         elif kind == "resource":
             parts.append(_embedded(getattr(block, "resource", None)))
         elif kind == "resource_link":

@@ -235,7 +235,7 @@ class MongoConnector(Connector):
         limit: int | None = None,
     ) -> QueryResult:
         """Run one guarded ``find``; JSON text or Python values (bson types included)."""
-        submitted = {"find": collection}
+        submitted: dict[str, Any] = {"find": collection}
         parsed: dict[str, Any] = {}
         for key, value in (("filter", filter), ("projection", projection), ("sort", sort)):
             if value is not None:
