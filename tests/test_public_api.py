@@ -109,6 +109,23 @@ def test_each_connector_package_s_all_is_sorted_and_resolves(package: str) -> No
         module.NoSuchThing  # noqa: B018
 
 
+LAZY_PACKAGES = ["relay_nb", "relay_nb.sql", "relay_nb.demo", *CONNECTOR_PACKAGES[:-1]]
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_what_a_package_loads_lazily_is_in_its_all(package: str) -> None:
+    """A package's lazy map (relay_nb._lazy) and its ``__all__`` name the same public names
+    (the eager ones aside), sorted, and each resolves to the object its module defines."""
+    import importlib
+
+    module = importlib.import_module(package)
+    names = module.__all__
+    assert names == sorted(set(names)), f"{package}.__all__ is not sorted (or repeats a name)"
+    assert set(module._EXPORTS) <= set(names)
+    for name, source in module._EXPORTS.items():
+        assert getattr(module, name) is getattr(importlib.import_module(source), name), name
+
+
 def test_the_connectors_package_lists_what_it_loads_lazily():
     import relay_nb.connectors
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
 
 from relay_nb.demo.run import (
     PREVIEW_ROWS,
@@ -58,7 +58,7 @@ def run_ask(
     relay = Relay(choice.profile, max_tokens=REAL_TURN_CAP_TOKENS)
     try:
         allowlist = "collections" if target.lower().startswith("mongodb") else "tables"
-        options = {allowlist: tables} if tables else {}
+        options: dict[str, Any] = {allowlist: tables} if tables else {}
         connector = relay.connect(CONNECTOR_ID, target, **options)
         say(out, "relay-nb ask · " + choice.describe())
         names = connector.object_names()

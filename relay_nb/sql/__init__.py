@@ -52,7 +52,29 @@ _EXPORTS: dict[str, str] = {
     "describe_request": "relay_nb.sql.prompt.describe",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Catalog",
+    "ColumnInfo",
+    "ColumnProfile",
+    "ForeignKey",
+    "GuardPolicy",
+    "GuardedQuery",
+    "LexicalRanker",
+    "ProfileSettings",
+    "RULES",
+    "RenderCache",
+    "RenderedSchema",
+    "SchemaRanker",
+    "TableInfo",
+    "describe_request",
+    "guard_dialect",
+    "guard_query",
+    "policy_for",
+    "profile_catalog",
+    "render_catalog",
+    "sample_text_values",
+    "sqlglot_dialect",
+]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
