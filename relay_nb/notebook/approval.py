@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ButtonApprover",
+    "ButtonAsker",
     "after_interrupt",
     "ask_with_input",
     "buttons_unavailable_reason",
@@ -99,10 +100,10 @@ def takes_no_input() -> bool:
     return not getattr(current_kernel(), "_allow_stdin", True)
 
 
-class ButtonApprover:
-    """Approve / Deny buttons in ``view``; a call nobody answers within ``timeout_s`` is
-    denied. ``events`` opens what handles clicks while the cell's thread waits (the
-    kernel's pending widget messages by default)."""
+class ButtonAsker:
+    """Asks the person with buttons in ``view`` and waits at most ``timeout_s`` for a click;
+    ``events`` opens what handles clicks while the cell's thread waits (the kernel's pending
+    widget messages by default)."""
 
     def __init__(
         self,
@@ -114,6 +115,11 @@ class ButtonApprover:
         self.view = view
         self.timeout_s = timeout_s
         self.events = events
+
+
+class ButtonApprover(ButtonAsker):
+    """Approve / Deny buttons in ``view``; a call nobody answers within ``timeout_s`` is
+    denied."""
 
     async def __call__(self, request: ApprovalRequest) -> bool:
         answered = threading.Event()

@@ -13,17 +13,15 @@ box; where nobody can answer at all (nbclient, nbval, papermill) the magic offer
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from relay_nb.agent.clarify import Clarifier, ClarifyRequest
 from relay_nb.facade.loop_thread import CallerInterrupted, call_in_caller
 from relay_nb.notebook.approval import (
+    ButtonAsker,
     after_interrupt,
     buttons_unavailable_reason,
     duration,
-    kernel_events,
     takes_no_input,
     wait_in_cell,
 )
@@ -34,19 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["ButtonClarifier", "choose_with_input", "clarifier_for"]
 
 
-class ButtonClarifier:
+class ButtonClarifier(ButtonAsker):
     """One button per option in ``view``; no click within ``timeout_s`` is no answer."""
-
-    def __init__(
-        self,
-        view: LiveTurnView,
-        *,
-        timeout_s: float,
-        events: Callable[[], AbstractContextManager[Any]] = kernel_events,
-    ) -> None:
-        self.view = view
-        self.timeout_s = timeout_s
-        self.events = events
 
     async def __call__(self, request: ClarifyRequest) -> str | None:
         answered = threading.Event()
