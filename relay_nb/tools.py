@@ -136,13 +136,57 @@ class Tool:
         requires_approval: bool = False,
         timeout_s: float | None = 60.0,
     ) -> Tool:
-        """Declare a tool from a plain typed function (see :func:`tool_from_function`)."""
-        return tool_from_function(
-            func,
-            name=name,
-            description=description,
+        """Turn a typed Python function into a :class:`Tool`, so an analyst can add one in a cell.
+
+        The signature becomes the input model: every parameter needs a type hint (the hint *is*
+        the schema the model sees, so guessing ``str`` would hide mistakes until a model misuses
+        the tool), parameters without a default are required, and ``*args``/``**kwargs`` are
+        refused because a JSON object has no place for them. Field descriptions come from the
+        docstring's ``Args:`` (Google) or ``:param x:`` (Sphinx) entries; the tool description is
+        the docstring's first paragraph unless ``description`` is given — one of the two must
+        exist, because the description is how the model decides when to call the tool.
+
+        Sync functions run in a worker thread so a slow one never blocks the event loop (on
+        timeout the call is abandoned, but Python cannot stop the thread itself); async functions
+        are awaited. Returns: ``str`` and :class:`ToolResult` as is, a pandas DataFrame as a CSV
+        preview with the full frame as the local ``artifact``, anything else as clipped JSON.
+        """
+        target = func.func if isinstance(func, functools.partial) else func
+        tool_name = name if name is not None else getattr(target, "__name__", None)
+        if not isinstance(tool_name, str) or not TOOL_NAME.match(tool_name):
+            raise ConfigurationError(
+                f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-' (providers "
+                "reject anything else); pass name='my_tool' to Tool.from_function"
+            )
+        docstring = inspect.getdoc(target) or ""
+        summary, param_docs = _parse_docstring(docstring)
+        tool_description = (description or "").strip() or summary
+        if not tool_description:
+            raise ConfigurationError(
+                f"tool {tool_name!r} has no description: the model reads it to decide when to call "
+                "the tool; give the function a docstring or pass description='...'"
+            )
+        input_model, field_to_param = _input_model(func, target, tool_name, param_docs)
+        is_async = _is_async_callable(func)
+
+        async def handler(arguments: BaseModel) -> ToolResult | str:
+            kwargs = {param: getattr(arguments, fname) for fname, param in field_to_param.items()}
+            if is_async:
+                produced = await func(**kwargs)
+            else:
+                produced = await asyncio.to_thread(func, **kwargs)
+                if inspect.isawaitable(produced):  # a sync wrapper around a coroutine function
+                    produced = await produced
+            return _to_result(produced)
+
+        return Tool(
+            name=tool_name,
+            description=tool_description,
+            input_model=input_model,
+            handler=handler,
             requires_approval=requires_approval,
             timeout_s=timeout_s,
+            metadata={"function": getattr(target, "__qualname__", repr(target))},
         )
 
     def spec(self) -> dict[str, Any]:
@@ -246,66 +290,8 @@ def _clip(text: str) -> str:
 # --------------------------------------------------------------------------- from a function
 
 
-def tool_from_function(
-    func: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    requires_approval: bool = False,
-    timeout_s: float | None = 60.0,
-) -> Tool:
-    """Turn a typed Python function into a :class:`Tool`, so an analyst can add one in a cell.
-
-    The signature becomes the input model: every parameter needs a type hint (the hint *is*
-    the schema the model sees, so guessing ``str`` would hide mistakes until a model misuses
-    the tool), parameters without a default are required, and ``*args``/``**kwargs`` are
-    refused because a JSON object has no place for them. Field descriptions come from the
-    docstring's ``Args:`` (Google) or ``:param x:`` (Sphinx) entries; the tool description is
-    the docstring's first paragraph unless ``description`` is given — one of the two must
-    exist, because the description is how the model decides when to call the tool.
-
-    Sync functions run in a worker thread so a slow one never blocks the event loop (on
-    timeout the call is abandoned, but Python cannot stop the thread itself); async functions
-    are awaited. Returns: ``str`` and :class:`ToolResult` as is, a pandas DataFrame as a CSV
-    preview with the full frame as the local ``artifact``, anything else as clipped JSON.
-    """
-    target = func.func if isinstance(func, functools.partial) else func
-    tool_name = name if name is not None else getattr(target, "__name__", None)
-    if not isinstance(tool_name, str) or not TOOL_NAME.match(tool_name):
-        raise ConfigurationError(
-            f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-' (providers "
-            "reject anything else); pass name='my_tool' to Tool.from_function"
-        )
-    docstring = inspect.getdoc(target) or ""
-    summary, param_docs = _parse_docstring(docstring)
-    tool_description = (description or "").strip() or summary
-    if not tool_description:
-        raise ConfigurationError(
-            f"tool {tool_name!r} has no description: the model reads it to decide when to call "
-            "the tool; give the function a docstring or pass description='...'"
-        )
-    input_model, field_to_param = _input_model(func, target, tool_name, param_docs)
-    is_async = _is_async_callable(func)
-
-    async def handler(arguments: BaseModel) -> ToolResult | str:
-        kwargs = {param: getattr(arguments, fname) for fname, param in field_to_param.items()}
-        if is_async:
-            produced = await func(**kwargs)
-        else:
-            produced = await asyncio.to_thread(func, **kwargs)
-            if inspect.isawaitable(produced):  # a sync wrapper around a coroutine function
-                produced = await produced
-        return _to_result(produced)
-
-    return Tool(
-        name=tool_name,
-        description=tool_description,
-        input_model=input_model,
-        handler=handler,
-        requires_approval=requires_approval,
-        timeout_s=timeout_s,
-        metadata={"function": getattr(target, "__qualname__", repr(target))},
-    )
+tool_from_function = Tool.from_function
+"""``Tool.from_function`` under the name the ``relay_nb.tools`` namespace gives it."""
 
 
 def _is_async_callable(func: Callable[..., Any]) -> bool:

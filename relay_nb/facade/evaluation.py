@@ -18,7 +18,7 @@ from relay_nb.eval.attempts import EvalEstimate
 from relay_nb.eval.bank import QuestionBank, load_bank
 from relay_nb.eval.report import EvalReport
 from relay_nb.eval.run import EvalProgress, estimate_eval, run_eval
-from relay_nb.facade.loop_thread import run_sync
+from relay_nb.facade.loop_thread import blocking, run_sync
 
 if TYPE_CHECKING:
     from relay_nb.agent.session import Session
@@ -33,7 +33,7 @@ class Evaluates:
 
     _engine: Session
 
-    def evaluate(
+    async def evaluate_async(
         self,
         bank: BankInput,
         *,
@@ -51,6 +51,8 @@ class Evaluates:
         """Ask every question of ``bank`` (a YAML/JSONL/CSV file or a ``QuestionBank``)
         ``repeat`` times, at most ``concurrency`` at once (``batch``: through the runtime's
         physical batch), and score each answer against the bank's expected result.
+        ``relay.evaluate(bank)`` blocks; ``await relay.evaluate_async(bank)`` runs on the
+        caller's loop.
 
         ``max_cost_usd`` caps the whole run; ``on_estimate`` sees what it should cost before
         it starts (``estimate``: one :meth:`estimate` made already, not made again),
@@ -58,37 +60,6 @@ class Evaluates:
         ``$RELAY_DATA_DIR/evals/`` (a folder: in it; a file: there; False: nowhere).
         ``report.compare()`` then diffs it against the previous run of the bank.
         """
-        coroutine = self.evaluate_async(
-            bank,
-            model=model,
-            concurrency=concurrency,
-            repeat=repeat,
-            max_cost_usd=max_cost_usd,
-            batch=batch,
-            batch_timeout_s=batch_timeout_s,
-            save=save,
-            estimate=estimate,
-            on_estimate=on_estimate,
-            on_progress=on_progress,
-        )
-        return run_sync(coroutine)
-
-    async def evaluate_async(
-        self,
-        bank: BankInput,
-        *,
-        model: ModelSetting = None,
-        concurrency: int = 4,
-        repeat: int = 1,
-        max_cost_usd: float | None = None,
-        batch: bool = False,
-        batch_timeout_s: float | None = None,
-        save: bool | str | Path = True,
-        estimate: EvalEstimate | None = None,
-        on_estimate: Callable[[EvalEstimate], None] | None = None,
-        on_progress: Callable[[EvalProgress], None] | None = None,
-    ) -> EvalReport:
-        """``await relay.evaluate_async(bank)``: :meth:`evaluate` on the caller's loop."""
         loaded = load_bank(bank)
         if estimate is None:
             estimate = await estimate_eval(
@@ -111,6 +82,8 @@ class Evaluates:
         if save is not False:
             report.save(None if save is True else save)
         return report
+
+    evaluate = blocking(evaluate_async)
 
     def estimate(
         self, bank: BankInput, *, model: ModelSetting = None, repeat: int = 1, batch: bool = False

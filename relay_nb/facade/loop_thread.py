@@ -27,16 +27,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from relay_nb.errors import Cancelled, ConfigurationError, RelayError
 
-__all__ = ["CallerInterrupted", "LoopThread", "call_in_caller", "run_sync"]
+__all__ = ["CallerInterrupted", "LoopThread", "blocking", "call_in_caller", "run_sync"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _WAIT_SLICE_S = 0.1
 _INTERRUPT_GRACE_S = 10.0
@@ -146,6 +148,20 @@ def run_sync(
 ) -> T:
     """:meth:`LoopThread.run` on the process's shared loop thread."""
     return LoopThread.get().run(coroutine, on_interrupt=on_interrupt)
+
+
+def blocking(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The synchronous twin of an ``async`` method, with its very signature (for type
+    checkers, ``help()`` and ``inspect``): it runs the coroutine with :func:`run_sync`, so it
+    blocks its caller and works inside a running notebook loop too."""
+
+    @functools.wraps(method)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(method(*args, **kwargs))
+
+    run.__name__ = method.__name__.removesuffix("_async")
+    run.__qualname__ = method.__qualname__.removesuffix("_async")
+    return run
 
 
 def _next_job(jobs: queue.SimpleQueue[_Job]) -> _Job | None:
