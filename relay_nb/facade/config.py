@@ -311,30 +311,19 @@ def _check_new_tool_names(engine: Session, connectors: Sequence[Connector]) -> N
             taken.add(tool.name)
 
 
-def build_skill(
-    name: str,
-    *,
-    prompt: str,
-    connectors: Sequence[str] = (),
-    tools: Sequence[str] = (),
-    tier: Tier | None = None,
-    description: str | None = None,
-    max_steps: int | None = None,
-    examples: Sequence[str] = (),
-) -> Skill:
-    """A checked ``Skill``; a bad field is a one-line ConfigurationError, not a traceback."""
-    first_line = prompt.strip().splitlines()[0][:200] if prompt.strip() else ""
+def build_skill(name: str, **fields: Any) -> Skill:
+    """A checked ``Skill`` from ``relay.skill``'s keywords or a config file's entry (its
+    fields are :class:`~relay_nb.agent.skills.Skill`'s); without a description, the
+    prompt's first line is one. A bad field is a one-line ConfigurationError, not a
+    traceback."""
+    prompt = fields.get("prompt")
+    first_line = prompt.strip().splitlines()[0][:200] if prompt and prompt.strip() else ""
+    fields["description"] = fields.get("description") or first_line or name
+    for listed in ("connectors", "tools", "examples"):
+        if listed in fields:
+            fields[listed] = tuple(fields[listed])
     try:
-        return Skill(
-            name=name,
-            description=description or first_line or name,
-            prompt=prompt,
-            connectors=tuple(connectors),
-            tools=tuple(tools),
-            tier=tier,
-            max_steps=max_steps,
-            examples=tuple(examples),
-        )
+        return Skill(name=name, **fields)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'skill'}: {e['msg']}" for e in exc.errors()
