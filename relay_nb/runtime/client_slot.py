@@ -9,11 +9,12 @@ the OpenAI-compatible runtimes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from relay_nb.redaction import Secret
+from relay_nb.runtime.switch import check_model_request
 
 __all__ = ["ClientSlot"]
 
@@ -23,6 +24,7 @@ class _Closable(Protocol):
 
 
 ClientT = TypeVar("ClientT", bound=_Closable)
+KeyT = TypeVar("KeyT", bound=Secret | None)
 
 
 @dataclass
@@ -49,6 +51,26 @@ class ClientSlot(Generic[ClientT]):
         closer = _close_at_loop_shutdown(client)
         await anext(closer)  # runs to the yield at once; registers with the running loop
         return cls(client, asyncio.get_running_loop(), api_key, base_url, closer)
+
+    @classmethod
+    async def current(
+        cls,
+        slot: ClientSlot[ClientT] | None,
+        runtime_id: str,
+        api_key: KeyT,
+        base_url: str,
+        new_client: Callable[[KeyT, str], ClientT],
+    ) -> ClientSlot[ClientT]:
+        """``slot`` if it serves the running loop, key and base URL; else a slot for
+        ``new_client(api_key, base_url)``, the old one closed. The process's switch is asked
+        first whether ``runtime_id`` may reach ``base_url`` (the URL used is the URL checked)."""
+        check_model_request(runtime_id, url=base_url)
+        if slot is not None and slot.serves(asyncio.get_running_loop(), api_key, base_url):
+            return slot
+        fresh = await cls.open(new_client(api_key, base_url), api_key, base_url)
+        if slot is not None:
+            await slot.close()
+        return fresh
 
     def serves(
         self, loop: asyncio.AbstractEventLoop, api_key: Secret | None, base_url: str

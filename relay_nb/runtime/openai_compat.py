@@ -316,14 +316,9 @@ class OpenAICompatibleRuntime(BaseRuntime):
         whether it has no key."""
         key = self._resolve_key()
         await _import_sdk()
-        loop, base_url = asyncio.get_running_loop(), self.base_url
-        check_model_request(self.id, url=base_url)  # the URL used is the URL checked
-        old = self._slot
-        if old is not None and old.serves(loop, key, base_url):
-            return old.client, key is None
-        self._slot = await ClientSlot.open(self._new_client(key, base_url), key, base_url)
-        if old is not None:
-            await old.close()
+        self._slot = await ClientSlot.current(
+            self._slot, self.id, key, self.base_url, self._new_client
+        )
         return self._slot.client, key is None
 
     def _resolve_key(self) -> Secret | None:
