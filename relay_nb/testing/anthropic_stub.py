@@ -46,6 +46,7 @@ from typing import Any, Literal, TypeAlias
 from relay_nb.testing.stub_server import (
     RecordedRequest,
     ScriptedStub,
+    StreamedText,
     StubHandler,
     json_object,
 )
@@ -112,7 +113,7 @@ class StreamFault:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MessageReply:
+class MessageReply(StreamedText):
     """A successful Messages API reply, sent as JSON or as an SSE stream.
 
     ``text`` may be a sequence of strings: they are the streamed ``text_delta`` chunks, and
@@ -122,7 +123,6 @@ class MessageReply:
     test can act mid-stream. ``stream_fault`` only applies to streamed replies.
     """
 
-    text: str | Sequence[str] = ""
     tool_uses: Sequence[ToolUse] = ()
     model: str | None = STUB_MODEL
     stop_reason: str | None = None
@@ -135,17 +135,6 @@ class MessageReply:
     cache_read_input_tokens: int | None = None
     event_delay_s: float = 0.0
     stream_fault: StreamFault | None = None
-
-    @property
-    def text_deltas(self) -> list[str]:
-        """The chunks a stream sends; a plain string goes out in one delta."""
-        if isinstance(self.text, str):
-            return [self.text] if self.text else []
-        return [chunk for chunk in self.text if chunk]
-
-    @property
-    def full_text(self) -> str:
-        return "".join(self.text_deltas)
 
     @property
     def effective_stop_reason(self) -> str:

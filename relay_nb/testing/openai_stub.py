@@ -32,6 +32,7 @@ from typing import Any, Literal, TypeAlias
 from relay_nb.testing.stub_server import (
     RecordedRequest,
     ScriptedStub,
+    StreamedText,
     StubHandler,
     json_object,
 )
@@ -98,7 +99,7 @@ class StreamFault:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChatReply:
+class ChatReply(StreamedText):
     """A successful completion, sent as one JSON object or as an SSE stream of chunks.
 
     ``text`` may be a sequence of strings: the streamed ``content`` deltas, whose
@@ -108,7 +109,6 @@ class ChatReply:
     (as some servers do). ``event_delay_s`` pauses before each SSE chunk.
     """
 
-    text: str | Sequence[str] = ""
     tool_calls: Sequence[FunctionCall] = ()
     model: str | None = STUB_MODEL
     finish_reason: str | None = None
@@ -119,16 +119,6 @@ class ChatReply:
     refusal: str | None = None
     event_delay_s: float = 0.0
     stream_fault: StreamFault | None = None
-
-    @property
-    def text_deltas(self) -> list[str]:
-        if isinstance(self.text, str):
-            return [self.text] if self.text else []
-        return [chunk for chunk in self.text if chunk]
-
-    @property
-    def full_text(self) -> str:
-        return "".join(self.text_deltas)
 
     @property
     def effective_finish_reason(self) -> str:

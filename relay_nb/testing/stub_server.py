@@ -19,19 +19,45 @@ import socketserver
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, cast
 
-__all__ = ["RecordedRequest", "ScriptedStub", "StubHandler", "json_object", "peer_state"]
+__all__ = [
+    "RecordedRequest",
+    "ScriptedStub",
+    "StreamedText",
+    "StubHandler",
+    "json_object",
+    "peer_state",
+]
 
 ReplyT = TypeVar("ReplyT")
 StubT = TypeVar("StubT", bound="ScriptedStub[Any]")
 
 POLL_S = 0.02
 """How often a delayed reply looks whether its client hung up."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamedText:
+    """What a scripted reply says: ``text``, or a sequence of strings that are the streamed
+    deltas (their concatenation is the whole text). Both provider stubs' replies extend it."""
+
+    text: str | Sequence[str] = ""
+
+    @property
+    def text_deltas(self) -> list[str]:
+        """The chunks a stream sends; a plain string goes out in one delta."""
+        if isinstance(self.text, str):
+            return [self.text] if self.text else []
+        return [chunk for chunk in self.text if chunk]
+
+    @property
+    def full_text(self) -> str:
+        return "".join(self.text_deltas)
 
 
 @dataclass(frozen=True)
