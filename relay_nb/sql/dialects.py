@@ -43,7 +43,7 @@ _SQLALCHEMY_TO_SQLGLOT = {
     "hive": "hive",
     "awsathena": "athena",
 }
-"""What the catalog is read as: MariaDB's catalog is MySQL's (introspect_mysql.py)."""
+"""What the catalog is read as: MariaDB's catalog is MySQL's (introspect/mysql.py)."""
 
 
 def sqlglot_dialect(sqlalchemy_name: str) -> str:

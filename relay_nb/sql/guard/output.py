@@ -8,7 +8,7 @@ arguments, and repeats compound when such nodes nest. SQLite has no ``GREATEST``
 MySQL's ``DATE_TRUNC`` — and for whatever a later rewrite adds, so the bound is not a list
 of functions but a count: every node the generator dispatches is counted, and every piece of
 text it returns is measured. Past a budget linear in the tree's size, or text longer than
-:data:`~relay_nb.sql.guard.rules.MAX_OUTPUT_CHARS`, generation stops and the
+:data:`~.rules.MAX_OUTPUT_CHARS`, generation stops and the
 query is refused; what a normal query costs is one dispatch per node.
 """
 

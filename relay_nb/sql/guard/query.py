@@ -130,7 +130,7 @@ def _guard_once(
     row_limit: int,
     bounds: tuple[int, int],
 ) -> tuple[GuardedQuery, list[object] | None]:
-    """One pass of the pipeline, and the :func:`~guard_readback.shape` of the tree it wrote
+    """One pass of the pipeline, and the :func:`~.readback.shape` of the tree it wrote
     out (recorded before the generator could touch it). :func:`guard_query` runs it once, or
     twice when the text does not read back as that tree (the second time over the generated
     text, which may be longer than the input was: ``bounds`` on characters and tokens)."""

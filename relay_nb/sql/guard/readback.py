@@ -67,7 +67,7 @@ def shape(tree: exp.Expr) -> list[object] | None:
     trip through the queue: this runs twice per query.
 
     ``None`` when a node lies as deep as the walk's ``MAX_TREE_DEPTH``, counted as the walk
-    counts (a link of a chain of one kind, :data:`~guard_rules.ITERATED_CHAINS`, adds no
+    counts (a link of a chain of one kind, :data:`~.rules.ITERATED_CHAINS`, adds no
     level; an item of a list one): nodes the guard adds after its walk (a bounded count) may
     deepen a tree, and only the full second pass may judge that depth. A long ``WHERE a AND
     b AND …`` reads back in one pass.

@@ -2,7 +2,7 @@
 
 Everything here looks at characters and tokens before any tree exists — a NUL or an
 oversized text, MySQL executable comments, statement splitting on semicolon *tokens*, the
-leading keyword — and then parses, failing closed. Split from :mod:`guard`, which checks the
+leading keyword — and then parses, failing closed. Split from :mod:`.query`, which checks the
 tree; the pipeline order is documented there.
 """
 
@@ -138,7 +138,7 @@ into until its operand ends."""
 
 
 def refuse_deep_nesting(tokens: Sequence[Token]) -> None:
-    """Refuse more than :data:`~guard_rules.MAX_NESTING` levels open at once, before parsing.
+    """Refuse more than :data:`~.rules.MAX_NESTING` levels open at once, before parsing.
 
     A level is a bracket or ``CASE`` not yet closed, or a prefix operator whose operand has
     not ended (the next operand or closer at its level ends it). This over-approximates the
@@ -173,7 +173,7 @@ def refuse_deep_nesting(tokens: Sequence[Token]) -> None:
 
 def refuse_costly_subscripts(tokens: Sequence[Token], engine: Dialect) -> None:
     """Refuse array subscripts whose operands add up to more than
-    :data:`~guard_rules.MAX_SUBSCRIPT_TOKENS` tokens, in dialects whose arrays start at 1.
+    :data:`~.rules.MAX_SUBSCRIPT_TOKENS` tokens, in dialects whose arrays start at 1.
 
     There sqlglot's parser infers the operand's type at every ``[…]`` to shift the index,
     walking the operand again: ``a[1][1]…`` or ``((x)[1] + y)[1]`` cost quadratic time

@@ -153,7 +153,7 @@ def _note_table(
 
 def _class_facts(cls: type[exp.Expr]) -> tuple[str, type[exp.Expr] | None]:
     """Which rule family a node class belongs to, and the class itself when it chains with
-    its own kind (:data:`~guard_rules.ITERATED_CHAINS`): kept per class, so the walk does one
+    its own kind (:data:`~.rules.ITERATED_CHAINS`): kept per class, so the walk does one
     dict lookup per node instead of ~150 ``isinstance`` checks."""
     kinds = (("command", rules.COMMAND_NODES), ("statement", STATEMENT_CLASSES), *_KINDS)
     kind = next((kind for kind, classes in kinds if issubclass(cls, classes)), "")

@@ -276,7 +276,7 @@ class GuardPolicy:
     default_schema_aliases: ClassVar[frozenset[str]] = frozenset()
     """Schema names that mean the default one (SQLite's ``main``)."""
     denied_functions: ClassVar[frozenset[str]] = frozenset()
-    """Refused on top of :data:`guard_rules.DENIED_FUNCTIONS`, which every family keeps."""
+    """Refused on top of :data:`rules.DENIED_FUNCTIONS`, which every family keeps."""
     denied_prefixes: ClassVar[tuple[str, ...]] = ()
     unknown_functions: ClassVar[bool] = True
     """Whether a function sqlglot does not know may run (its name still has to pass the
