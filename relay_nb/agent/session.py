@@ -158,8 +158,13 @@ class Session(AsksMany):
         checked = settings_layer(values, where=layer)
         if "model" in checked:
             self._router(checked["model"])  # an unknown profile fails here
-        self._layers[layer] = {**self._layers[layer], **checked}
-        return self.plan()[0]
+        before = self._layers[layer]
+        self._layers[layer] = {**before, **checked}
+        try:
+            return self.plan()[0]
+        except BaseException:  # a value only the plan can check (a skill's name): as it was
+            self._layers[layer] = before
+            raise
 
     @property
     def settings(self) -> TurnSettings:

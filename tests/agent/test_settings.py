@@ -115,6 +115,18 @@ def test_configure_changes_the_session_layer_for_later_questions(relay_with_ping
     assert relay.settings.max_steps == 2
 
 
+def test_configuring_an_unknown_skill_changes_nothing(relay_with_ping: Relay) -> None:
+    """A value only the plan can check (a skill's name) is refused, and the session keeps
+    what it had: before, the bad name stayed in the layer and every later question (and
+    ``relay.settings``) failed on it until the skill existed."""
+    relay = relay_with_ping
+    relay.configure(max_steps=2)
+    with pytest.raises(ConfigurationError, match="no skill named 'nope'"):
+        relay.configure(skill="nope", max_steps=4)
+    assert relay.settings.max_steps == 2 and relay.settings.skills is None
+    assert relay.ask("ping").steps == 2
+
+
 def test_a_bad_option_on_ask_fails_before_any_model_call(relay_with_ping: Relay) -> None:
     relay = relay_with_ping
     with pytest.raises(ConfigurationError, match="max_steps"):
