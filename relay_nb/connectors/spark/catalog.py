@@ -54,22 +54,27 @@ def read_spark_catalog(
             once_more_if_pool_shut, lambda: _listed(session, databases, tables, wanted)
         )
         listed: list[Listed] = _within(listing, deadline, timeout_s, "listing the tables")
-        futures = [
-            None
-            if entry.columns is not None
-            else pool.submit(
+        pending = {  # the tables whose columns the listing did not give
+            index: pool.submit(
                 once_more_if_pool_shut,
                 functools.partial(_columns, session, entry.schema, entry.name),
             )
-            for entry in listed
-        ]
+            for index, entry in enumerate(listed)
+            if entry.columns is None
+        }
         found = []
-        for entry, future in zip(listed, futures, strict=True):
-            columns = entry.columns
+        for index, entry in enumerate(listed):
             try:
-                if future is not None:  # the listing did not give this table's columns
-                    progress = f"{len(found)} of {len(listed)} tables read"
-                    columns = _within(future, deadline, timeout_s, progress)
+                columns = (
+                    entry.columns
+                    if entry.columns is not None
+                    else _within(
+                        pending[index],
+                        deadline,
+                        timeout_s,
+                        f"{len(found)} of {len(listed)} tables read",
+                    )
+                )
             except QueryExecutionError:
                 raise
             except Exception as exc:  # one unreadable table (no permission) costs only itself
@@ -80,7 +85,7 @@ def read_spark_catalog(
                     schema_name=entry.schema,
                     name=entry.name,
                     kind=entry.kind,
-                    columns=tuple(columns or ()),
+                    columns=tuple(columns),
                     comment=entry.comment,
                 )
             )
