@@ -248,6 +248,53 @@ def test_benign_query_returns_the_same_rows(entry: dict[str, Any], dialect: str,
     assert not collections.Counter(guarded) - original  # every guarded row is an original row
 
 
+UNCOUNTED_LIMITS = [
+    ("sqlite", "SELECT * FROM orders LIMIT (SELECT count(*) FROM orders)"),
+    ("duckdb", "SELECT * FROM orders LIMIT (SELECT count(*) FROM orders)"),
+    ("postgres", "SELECT * FROM orders LIMIT (SELECT count(*) FROM orders)"),
+    ("postgres", "SELECT * FROM orders ORDER BY status FETCH FIRST 5 ROWS WITH TIES"),
+    ("duckdb", "SELECT * FROM orders LIMIT 10%"),
+    ("duckdb", "SELECT * FROM orders ORDER BY status LIMIT 50 PERCENT"),
+    ("sqlite", "SELECT * FROM orders LIMIT '100000'"),
+    ("postgres", "SELECT * FROM orders LIMIT '100000'"),
+]
+"""LIMITs that count no rows the guard can know: each runs as written inside a query the
+guard's cap bounds (``SELECT * FROM (…) AS capped LIMIT n``), never refused, never uncapped."""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql"),
+    [(d, sql) for d, sql in UNCOUNTED_LIMITS],
+)
+def test_uncounted_limits_run_inside_the_cap(dialect: str, sql: str, shop_engines):
+    engine = shop_engines(dialect)
+    small = guard(sql, dialect, row_limit=3)
+    outer = sqlglot.parse_one(small.sql, read=dialect)
+    assert outer.args["limit"] is not None and small.limit == 3 and small.limit_injected
+    inner = outer.args["from_"].this
+    assert inner.alias == "capped" and inner.this.args["limit"] is not None  # kept as written
+    original = collections.Counter(_rows(engine, sql))
+    capped = _rows(engine, small.sql)
+    assert len(capped) == min(sum(original.values()), 3)
+    assert not collections.Counter(capped) - original
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql"),
+    [
+        ("tsql", "SELECT TOP 50 PERCENT id FROM orders ORDER BY id"),
+        ("tsql", "SELECT TOP 5 WITH TIES id FROM orders ORDER BY status"),
+        ("oracle", "SELECT id FROM orders FETCH FIRST 10 PERCENT ROWS ONLY"),
+        ("snowflake", "SELECT id FROM orders LIMIT (SELECT 5)"),
+        ("clickhouse", "SELECT id FROM orders LIMIT 2 BY status"),
+    ],
+)
+def test_uncounted_limits_are_capped_in_every_family(dialect: str, sql: str):
+    result = guard(sql, dialect)
+    assert result.limit == ROW_LIMIT and "capped" in result.sql
+    assert guard(result.sql, dialect).sql == result.sql
+
+
 # --------------------------------------------------------------------------------------------
 # Focused unit tests
 
@@ -454,7 +501,6 @@ def test_nul_characters_and_oversized_input_are_refused():
         ("clickhouse", "SELECT id FROM orders SETTINGS max_execution_time = 0", "server_variable"),
         ("tsql", "SELECT id FROM orders OPTION (MAXDOP 1)", "optimizer_hint"),
         ("mysql", "SELECT /*+ MAX_EXECUTION_TIME(0) */ id FROM orders", "optimizer_hint"),
-        ("tsql", "SELECT TOP 50 PERCENT id FROM orders", "unsupported_limit"),
     ],
 )
 def test_per_query_timeout_and_limit_overrides_are_refused(dialect: str, sql: str, rule: str):

@@ -45,10 +45,10 @@ def two_passes(
 ) -> guard.GuardedQuery:
     """The guard as it was: the pipeline, then the whole pipeline again over its output."""
     first, _ = guard._guard_once(
-        sql, dialect=dialect, allowed_tables=allowed, default_schema=schema,
+        sql, dialect=dialect, names=guard._Names(allowed, schema),
         row_limit=ROW_LIMIT, bounds=guard._INPUT,
     )  # fmt: skip
-    guard._refuse_unfaithful_output(first, allowed, schema, ROW_LIMIT, dialect)
+    guard._refuse_unfaithful_output(first, guard._Names(allowed, schema), ROW_LIMIT, dialect)
     return first
 
 
@@ -120,8 +120,8 @@ def test_where_the_text_reads_back_the_second_pass_reproduces_it() -> None:
             allowed = frozenset((schema, t) for t in SHOP)
             try:
                 first, checked = guard._guard_once(
-                    entry["sql"], dialect=dialect, allowed_tables=allowed,
-                    default_schema=schema, row_limit=ROW_LIMIT, bounds=guard._INPUT,
+                    entry["sql"], dialect=dialect, names=guard._Names(allowed, schema),
+                    row_limit=ROW_LIMIT, bounds=guard._INPUT,
                 )  # fmt: skip
             except UnsafeQueryError:
                 continue
@@ -130,7 +130,7 @@ def test_where_the_text_reads_back_the_second_pass_reproduces_it() -> None:
                 continue
             held += 1
             second, _ = guard._guard_once(
-                first.sql, dialect=dialect, allowed_tables=allowed, default_schema=schema,
+                first.sql, dialect=dialect, names=guard._Names(allowed, schema),
                 row_limit=ROW_LIMIT, bounds=guard._OUTPUT,
             )  # fmt: skip
             assert (second.sql, second.limit) == (first.sql, first.limit)
@@ -142,7 +142,7 @@ def test_a_rewritten_query_takes_the_second_pass_and_passes() -> None:
     checked tree, and the full second pass accepts the spelled-out form."""
     sql = "SELECT GREATEST(total, 1) AS g FROM orders"
     first, checked = guard._guard_once(
-        sql, dialect="sqlite", allowed_tables={(None, "orders")}, default_schema=None,
+        sql, dialect="sqlite", names=guard._Names({(None, "orders")}, None),
         row_limit=ROW_LIMIT, bounds=guard._INPUT,
     )  # fmt: skip
     assert not reads_back(first.sql, checked, guard._dialect("sqlite"), policy_for("sqlite"))
@@ -218,7 +218,7 @@ def test_a_long_where_reads_back_in_one_pass() -> None:
     where = " AND ".join(f"(total > {n} OR status = 's{n}')" for n in range(1_500))
     first, checked = guard._guard_once(
         f"SELECT id FROM orders WHERE {where}", dialect="postgres",
-        allowed_tables={("public", "orders")}, default_schema="public", row_limit=ROW_LIMIT,
+        names=guard._Names({("public", "orders")}, "public"), row_limit=ROW_LIMIT,
         bounds=guard._INPUT,
     )  # fmt: skip
     assert checked is not None

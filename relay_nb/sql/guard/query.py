@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
@@ -52,7 +53,7 @@ from relay_nb.sql.guard import output as guard_output
 from relay_nb.sql.guard import readback as guard_readback
 from relay_nb.sql.guard import rules
 from relay_nb.sql.guard import text as guard_text
-from relay_nb.sql.guard.limit import apply_limit, cap_per_group_limit
+from relay_nb.sql.guard.limit import apply_limit, uncounted_limit, wrap_uncounted_limit
 from relay_nb.sql.guard.policies import GuardPolicy, policy_for
 from relay_nb.sql.guard.policies.as_written import keep_as_written
 from relay_nb.sql.guard.policies.base import node_word
@@ -97,36 +98,46 @@ def guard_query(
     allowed_tables: Collection[tuple[str | None, str]],
     default_schema: str | None,
     row_limit: int,
+    catalog: str | None = None,
+    complete_schemas: Collection[str] = (),
 ) -> GuardedQuery:
     """Check one model-written query and return the SQL that may run, or raise.
 
     ``dialect`` is a sqlglot dialect name; ``allowed_tables`` holds ``(schema, table)`` pairs
     named exactly as the catalog stores them (schema ``None`` for schema-less SQLite tables),
     as :meth:`Catalog.allowlist` returns them; names compare by the dialect's own case rules;
-    unqualified names resolve to ``default_schema``.
+    unqualified names resolve to ``default_schema``. ``catalog`` is the connection's own
+    database (BigQuery's project, Snowflake's database, Trino's catalog): a three-part name
+    in it reads as ``schema.table``; a schema written ``other.schema`` in the allowlist is
+    one of another catalog. ``complete_schemas`` are the schemas whose every table the
+    allowlist holds: only there may a wildcard table (BigQuery's ``events_*``) read.
     Raises :class:`UnsafeQueryError` with one of :data:`RULES`.
     """
     engine = _dialect(dialect)
     policy = policy_for(dialect)
+    names = _Names(allowed_tables, default_schema, catalog, complete_schemas)
     first, checked = _guard_once(
-        sql,
-        dialect=dialect,
-        allowed_tables=allowed_tables,
-        default_schema=default_schema,
-        row_limit=row_limit,
-        bounds=_INPUT,
+        sql, dialect=dialect, names=names, row_limit=row_limit, bounds=_INPUT
     )
     if not guard_readback.reads_back(first.sql, checked, engine, policy):
-        _refuse_unfaithful_output(first, allowed_tables, default_schema, row_limit, dialect)
+        _refuse_unfaithful_output(first, names, row_limit, dialect)
     return first
+
+
+class _Names(NamedTuple):
+    """What table references resolve against (the arguments of :func:`guard_query`)."""
+
+    allowed: Collection[tuple[str | None, str]]
+    default_schema: str | None
+    catalog: str | None = None
+    complete_schemas: Collection[str] = ()
 
 
 def _guard_once(
     sql: str,
     *,
     dialect: str,
-    allowed_tables: Collection[tuple[str | None, str]],
-    default_schema: str | None,
+    names: _Names,
     row_limit: int,
     bounds: tuple[int, int],
 ) -> tuple[GuardedQuery, list[object] | None]:
@@ -145,12 +156,12 @@ def _guard_once(
     policy.check(tree, "tree", found)  # rules over the whole query (the value-size rule)
     found.raise_first()
     strategy = _table_strategy(policy, engine.normalization_strategy)
-    allowed = _allowlist(allowed_tables, strategy)
-    tables = _check_tables(found.tables, allowed, default_schema, policy, strategy)
-    capped = cap_per_group_limit(query)
-    if capped is not None:
-        if not policy.per_group_limit:
-            guard_text.refuse("unsupported_limit", "LIMIT … BY is ClickHouse's; write LIMIT n")
+    tables = _check_tables(found.tables, _Resolver.build(names, policy, strategy))
+    uncounted = uncounted_limit(query)
+    if uncounted == "per_group" and not policy.per_group_limit:
+        guard_text.refuse("unsupported_limit", "LIMIT … BY is ClickHouse's; write LIMIT n")
+    if uncounted:
+        capped = wrap_uncounted_limit(query)
         tree = capped if query is tree else tree
         query = capped
     limit, injected, clamped = apply_limit(query, row_limit)
@@ -260,65 +271,123 @@ def _fold_pairs(
     pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
 ) -> frozenset[tuple[str | None, str]]:
     return frozenset(
-        (_catalog_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
+        (_schema_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
     )
 
 
-def _check_tables(
-    tables: Sequence[exp.Table],
-    allowed: frozenset[tuple[str | None, str]],
-    default_schema: str | None,
-    policy: type[GuardPolicy],
-    strategy: NormalizationStrategy,
-) -> tuple[str, ...]:
+def _schema_key(schema: str, strategy: NormalizationStrategy) -> str:
+    """A stored schema name as it compares; ``other.schema`` (a schema of another catalog,
+    as BigQuery's and Snowflake's SQLAlchemy dialects name one) part by part."""
+    if "." not in schema:
+        return _catalog_key(schema, strategy)
+    return ".".join(_catalog_key(part, strategy) for part in schema.split("."))
+
+
+class _Resolver(NamedTuple):
+    """The allowlist and the names a reference resolves against, as the dialect compares
+    them (built once per query; the folded allowlist once per catalog)."""
+
+    allowed: frozenset[tuple[str | None, str]]
+    default: str | None
+    default_aliases: frozenset[str | None]
+    catalog: str | None
+    complete: frozenset[str]
+    policy: type[GuardPolicy]
+    strategy: NormalizationStrategy
+
+    @classmethod
+    def build(
+        cls, names: _Names, policy: type[GuardPolicy], strategy: NormalizationStrategy
+    ) -> _Resolver:
+        default = _catalog_key(names.default_schema, strategy) if names.default_schema else None
+        return cls(
+            allowed=_allowlist(names.allowed, strategy),
+            default=default,
+            default_aliases=frozenset({default, *policy.default_schema_aliases}),
+            catalog=_catalog_key(names.catalog, strategy) if names.catalog else None,
+            complete=frozenset(_schema_key(s, strategy) for s in names.complete_schemas),
+            policy=policy,
+            strategy=strategy,
+        )
+
+
+def _check_tables(tables: Sequence[exp.Table], resolver: _Resolver) -> tuple[str, ...]:
     """Resolve each base-table reference against the allowlist; return the qualified names."""
-    default = _catalog_key(default_schema, strategy) if default_schema else None
-    aliases = {default} | set(policy.default_schema_aliases)
-    return tuple(sorted({_resolve_table(t, allowed, default, aliases, strategy) for t in tables}))
+    return tuple(sorted({_resolve_table(t, resolver) for t in tables}))
 
 
-def _resolve_table(
-    table: exp.Table,
-    allowed: frozenset[tuple[str | None, str]],
-    default: str | None,
-    default_aliases: set[str | None],
-    strategy: NormalizationStrategy,
-) -> str:
+def _resolve_table(table: exp.Table, resolver: _Resolver) -> str:
     raw = table.name
+    strategy = resolver.strategy
     if not isinstance(table.this, exp.Identifier):
         guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
-    if table.args.get("catalog"):
-        guard_text.refuse(
-            "table_not_allowed",
-            f"{guard_text.short(raw)}: use schema.table, not database.schema.table",
-        )
     name = identifier_key(table.this, strategy)
     db = table.args.get("db")
-    schema = identifier_key(db, strategy) if isinstance(db, exp.Identifier) else None
-    if db is not None and schema is None:
+    schema = identifier_key(db, strategy) if isinstance(db, exp.Identifier) and db.name else None
+    if db is not None and schema is None and not _empty_schema(db, table):
         guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+    catalog = _catalog_part(table, resolver)
+    if catalog is not None:  # a schema of another catalog: named "catalog.schema" when allowed
+        schema = f"{catalog}.{schema if schema is not None else ''}"
+    if resolver.policy.wildcard_tables and "*" in name:
+        return _resolve_wildcard(name, schema, resolver)
     candidates: list[tuple[str | None, str]]
     if schema is None:
-        candidates = [(default, name), (None, name)]
+        candidates = [(resolver.default, name), (None, name)]
     else:
         candidates = [(schema, name)]
-        if schema in default_aliases:
+        if schema in resolver.default_aliases:
             candidates.append((None, name))
     for candidate_schema, candidate_name in candidates:
-        if (candidate_schema, candidate_name) in allowed:
+        if (candidate_schema, candidate_name) in resolver.allowed:
             return f"{candidate_schema}.{candidate_name}" if candidate_schema else candidate_name
     if rules.PATH_LIKE_TABLE.search(raw):  # DuckDB would scan the file: say so
         guard_text.refuse(
             "file_access", "files and URLs cannot be read as tables; use the allowed tables"
         )
-    shown = (
-        f"{guard_text.short(db.name)}.{guard_text.short(raw)}"
-        if db is not None
-        else guard_text.short(raw)
-    )
+    shown = ".".join(guard_text.short(part.name) for part in table.parts)
     guard_text.refuse(
         "table_not_allowed", f"{shown} is not a table you may read; use the schema's tables"
     )
+
+
+def _empty_schema(db: object, table: exp.Table) -> bool:
+    """T-SQL's ``database..table``: the schema left out, the default one meant."""
+    return db == "" and bool(table.args.get("catalog"))
+
+
+def _catalog_part(table: exp.Table, resolver: _Resolver) -> str | None:
+    """The catalog a three-part name names, as it compares; None for the connection's own
+    (its schema and table are then checked as any two-part name) or for no catalog."""
+    part = table.args.get("catalog")
+    if part is None or part == "":
+        return None
+    if not isinstance(part, exp.Identifier) or not part.name:
+        guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+    key = identifier_key(part, resolver.strategy)
+    return None if key == resolver.catalog else key
+
+
+def _resolve_wildcard(name: str, schema: str | None, resolver: _Resolver) -> str:
+    """BigQuery's wildcard table (``events_*``): it reads every table of the dataset whose
+    name starts with the prefix, tables created after the catalog was read among them. It
+    may read only a dataset the allowlist holds whole, and must match a table there."""
+    prefix = name[:-1]
+    shown = guard_text.short(name)
+    if not name.endswith("*") or "*" in prefix:
+        guard_text.refuse(
+            "table_not_allowed", f"{shown}: a wildcard ends a table's name (events_*)"
+        )
+    dataset = schema if schema is not None else resolver.default
+    if dataset not in resolver.complete:
+        guard_text.refuse(
+            "table_not_allowed",
+            f"{shown} would read tables of {guard_text.short(dataset or '')} that you may not "
+            "read (only some of its tables are allowed); name the tables",
+        )
+    if not any(s == dataset and t.startswith(prefix) for s, t in resolver.allowed):
+        guard_text.refuse("table_not_allowed", f"{shown} matches no table you may read")
+    return f"{dataset}.{name}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,11 +395,7 @@ def _resolve_table(
 
 
 def _refuse_unfaithful_output(
-    first: GuardedQuery,
-    allowed_tables: Collection[tuple[str | None, str]],
-    default_schema: str | None,
-    row_limit: int,
-    dialect: str,
+    first: GuardedQuery, names: _Names, row_limit: int, dialect: str
 ) -> None:
     """Fail closed unless the SQL that will run is a fixed point of the guard.
 
@@ -341,12 +406,7 @@ def _refuse_unfaithful_output(
     """
     try:
         second, _ = _guard_once(
-            first.sql,
-            dialect=dialect,
-            allowed_tables=allowed_tables,
-            default_schema=default_schema,
-            row_limit=row_limit,
-            bounds=_OUTPUT,
+            first.sql, dialect=dialect, names=names, row_limit=row_limit, bounds=_OUTPUT
         )
     except UnsafeQueryError:
         second = None

@@ -289,6 +289,9 @@ class GuardPolicy:
     meaning (:mod:`.as_written`)."""
     per_group_limit: ClassVar[bool] = False
     """``LIMIT n BY cols`` is this dialect's (ClickHouse): capped by an outer LIMIT."""
+    wildcard_tables: ClassVar[bool] = False
+    """``FROM dataset.events_*`` reads every table named so (BigQuery): allowed over a
+    dataset the allowlist holds whole (:func:`~relay_nb.sql.guard.query.guard_query`)."""
     case_sensitive_tables: ClassVar[bool] = False
     """Table and schema names compare exactly, whatever the dialect's rule for other names
     (BigQuery: datasets and tables are case-sensitive, columns are not)."""

@@ -30,3 +30,4 @@ class BigQueryPolicy(PlainReadPolicy):
     dialects = ("bigquery",)
     known_functions = _KNOWN
     case_sensitive_tables = True
+    wildcard_tables = True

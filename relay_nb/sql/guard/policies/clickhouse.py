@@ -8,7 +8,7 @@
   the shared file rules; ``SETTINGS`` (which can lift the statement's limits) and ``FORMAT``
   by the shared clause rules; ``INTO OUTFILE`` as ``SELECT … INTO``.
 - ``LIMIT n BY cols`` (at most n rows per group) is no row cap: the guard caps the whole
-  result around it (see :func:`relay_nb.sql.guard.limit.cap_per_group_limit`);
+  result around it (see :func:`relay_nb.sql.guard.limit.wrap_uncounted_limit`);
   ``WITH 100 AS n`` names a value, never a table.
 """
 
