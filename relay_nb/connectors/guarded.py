@@ -160,6 +160,8 @@ class GuardedSQLConnector(Connector):
             allowed_tables=catalog.allowlist(),
             default_schema=catalog.default_schema,
             row_limit=self.row_limit + 1,
+            catalog=catalog.database,
+            complete_schemas=catalog.complete_schemas,
         )
 
     def object_names(self) -> list[str]:

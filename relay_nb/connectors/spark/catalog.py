@@ -94,7 +94,19 @@ def read_spark_catalog(
     # no default database: a one-part name is what Spark resolves to a temporary view first,
     # so only temporary views (no database here) may be named bare; every table is written
     # database.table, and a `USE` elsewhere changes nothing
-    return Catalog(dialect="spark", default_schema=None, tables=tuple(found))
+    return Catalog(
+        dialect="spark", default_schema=None, tables=tuple(found), database=_current(session)
+    )
+
+
+def _current(session: Any) -> str | None:
+    """The session's catalog (``spark_catalog``, a Unity Catalog), which a three-part name
+    ``catalog.database.table`` may spell out; None when the session will not say."""
+    try:
+        return str(session.catalog.currentCatalog()) or None
+    except Exception:  # an older Spark, a catalog that does not answer: three-part names refused
+        logger.info("the Spark session's current catalog is not known", exc_info=True)
+        return None
 
 
 def _within(future: Future[Any], deadline: float, timeout_s: float, done: str) -> Any:

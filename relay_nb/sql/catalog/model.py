@@ -75,6 +75,12 @@ class Catalog(_Frozen):
     """The sqlglot dialect name (``sqlite``, ``postgres``, ``mysql``, ``duckdb`` …)."""
     default_schema: str | None
     tables: tuple[TableInfo, ...] = Field(default_factory=tuple)
+    database: str | None = None
+    """The connection's own catalog (BigQuery's project, Snowflake's or PostgreSQL's
+    database, Trino's catalog): a three-part name in it reads as ``schema.table``. None
+    where the engine has no such level or it is not known."""
+    complete_schemas: tuple[str, ...] = ()
+    """Schemas read whole (no ``tables=`` restriction): a wildcard table may read there."""
     _allowlist: tuple[tuple[TableInfo, ...], frozenset[tuple[str | None, str]]] | None = (
         PrivateAttr(default=None)
     )

@@ -117,10 +117,11 @@ def uncounted_limit(query: exp.Query) -> str | None:
     return None
 
 
-def wrap_uncounted_limit(query: exp.Query) -> exp.Query:
+def wrap_uncounted_limit(query: exp.Query | exp.Pivot) -> exp.Query:
     """``SELECT * FROM (query) AS capped``: the query, its own LIMIT as written, becomes the
     subquery of one that the outermost LIMIT bounds. Its ORDER BY stays inside, where its
-    LIMIT needs it; the engines here return a subquery's rows in that order."""
+    LIMIT needs it; the engines here return a subquery's rows in that order. DuckDB's
+    ``PIVOT`` statement, a relation without a LIMIT of its own, is wrapped the same way."""
     placeholder = exp.Null()
     query.replace(placeholder)
     subquery = exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("capped")))

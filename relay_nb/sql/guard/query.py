@@ -151,6 +151,8 @@ def _guard_once(
     policy = policy_for(dialect)
     tree, statement = guard_text.read_statement(sql, engine, policy.leading_keywords, bounds)
     keep_as_written(tree, statement, policy.as_written)
+    if isinstance(tree, exp.Pivot):  # DuckDB's PIVOT statement: a relation the cap wraps
+        tree = wrap_uncounted_limit(tree)
     query = _query_root(tree)
     found = walk(tree, engine, policy)
     policy.check(tree, "tree", found)  # rules over the whole query (the value-size rule)

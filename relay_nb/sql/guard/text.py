@@ -120,8 +120,22 @@ def single_statement(tokens: Sequence[Token]) -> list[Token]:
     if not non_empty:
         refuse("parse_error", "the query is empty; send one SELECT statement")
     if len(non_empty) > 1:
+        if any(_word(statement[0]) in _SCRIPT_WORDS for statement in non_empty):
+            refuse("multiple_statements", _SCRIPT_ADVICE)
         refuse("multiple_statements", f"found {len(non_empty)} statements; send exactly one")
     return non_empty[0]
+
+
+_SCRIPT_WORDS = frozenset({"DECLARE", "SET", "BEGIN", "LET", "IF", "WHILE", "LOOP", "EXECUTE"})
+"""Words that open a script's statement (BigQuery and Snowflake scripting, T-SQL batches)."""
+_SCRIPT_ADVICE = (
+    "scripts (DECLARE, SET, BEGIN … END) are not run; send one SELECT with the values "
+    "written into it (a WITH clause can name them)"
+)
+
+
+def _word(token: Token) -> str:
+    return (token.text.upper().split() or [""])[0]  # sqlglot has multi-word tokens
 
 
 _OPENERS = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
@@ -233,13 +247,15 @@ def refuse_leading_keyword(first: Token, allowed: frozenset[str]) -> None:
     """A fast first verdict that names the rule; the parsed tree remains the authority.
 
     ``allowed``: the words a query may start with in this dialect family."""
-    word = (first.text.upper().split() or [""])[0]  # sqlglot has multi-word tokens
+    word = _word(first)
     if word in allowed:
         return
     if word in rules.STATEMENT_KEYWORDS:
         refuse("forbidden_statement", f"{word} changes data or schema; only SELECT may run")
     if word in rules.COMMAND_KEYWORDS:
         refuse("forbidden_command", f"{word} is a command, not a query; only SELECT may run")
+    if word in _SCRIPT_WORDS:
+        refuse("not_a_query", _SCRIPT_ADVICE)
     refuse("not_a_query", "the statement must be a SELECT query (WITH … SELECT allowed)")
 
 

@@ -19,7 +19,7 @@ from relay_nb.connectors.sql.introspect.common import (
     schema_fingerprint,
 )
 
-__all__ = ["default_schema", "fingerprint", "read", "schema_names"]
+__all__ = ["default_schema", "fingerprint", "names", "read", "schema_names"]
 
 _COLUMNS_SQL = sa.text(
     """
@@ -53,6 +53,12 @@ _KEYS_SQL = sa.text(
 
 def default_schema(conn: sa.Connection) -> str | None:
     return conn.execute(sa.text("SELECT current_schema()")).scalar()
+
+
+def names(conn: sa.Connection) -> tuple[str | None, str | None]:
+    """(the default schema, the current database) in one statement."""
+    row = conn.execute(sa.text("SELECT current_schema(), current_database()")).one()
+    return row[0], row[1]
 
 
 def schema_names(conn: sa.Connection) -> list[str]:

@@ -26,7 +26,7 @@ from relay_nb.connectors.sql.introspect.common import (
     schema_fingerprint,
 )
 
-__all__ = ["default_schema", "fingerprint", "read", "schema_names"]
+__all__ = ["default_schema", "fingerprint", "names", "read", "schema_names"]
 
 _KINDS = {"r": "table", "p": "table", "f": "table", "v": "view", "m": "view"}
 
@@ -79,6 +79,12 @@ planner hash every attribute of each table, several times slower on wide catalog
 
 def default_schema(conn: sa.Connection) -> str | None:
     return conn.execute(sa.text("SELECT current_schema()")).scalar()
+
+
+def names(conn: sa.Connection) -> tuple[str | None, str | None]:
+    """(the default schema, the current database) in one statement."""
+    row = conn.execute(sa.text("SELECT current_schema(), current_database()")).one()
+    return row[0], row[1]
 
 
 def schema_names(conn: sa.Connection) -> list[str]:

@@ -28,12 +28,13 @@ from collections.abc import Sequence
 from types import ModuleType
 
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 
 from relay_nb.connectors.sql.introspect.common import CatalogBuilder, is_system_schema
 from relay_nb.errors import ConfigurationError
 from relay_nb.sql import Catalog, TableInfo, sqlglot_dialect
 
-__all__ = ["fingerprint", "introspect"]
+__all__ = ["current_database", "fingerprint", "introspect"]
 
 _READERS = frozenset({"sqlite", "postgres", "mysql", "duckdb"})
 """Engines with a reader of their own in this package; the rest use ``generic``."""
@@ -59,7 +60,10 @@ def introspect(
             raise ConfigurationError(f"{option} must be a list of names, not the string {value!r}")
     dialect = sqlglot_dialect(conn.dialect.name)
     reader = _reader(dialect)
-    default = reader.default_schema(conn)
+    if hasattr(reader, "names"):  # both in one statement
+        default, database = reader.names(conn)
+    else:
+        default, database = reader.default_schema(conn), current_database(conn, dialect)
     wanted = _schemas_to_read(dialect, default, schemas, tables)
     builder = CatalogBuilder()
     reader.read(conn, wanted, builder)
@@ -67,7 +71,41 @@ def introspect(
     _check_schemas_exist(conn, reader, dialect, wanted, found, explicit=schemas)
     if tables is not None:
         found = _restrict(found, tables, default, dialect)
-    return Catalog(dialect=dialect, default_schema=default, tables=found)
+    return Catalog(
+        dialect=dialect,
+        default_schema=default,
+        tables=found,
+        database=database,
+        complete_schemas=() if tables is not None else tuple(s for s in wanted if s),
+    )
+
+
+def current_database(conn: sa.Connection, dialect: str) -> str | None:
+    """The connection's own catalog, which a three-part table name may spell out: from the
+    URL where it says (BigQuery's project, Trino's catalog), else one cheap statement; None
+    where the engine has no such level (MySQL, SQLite, ClickHouse) or will not say."""
+    url = conn.engine.url
+    if dialect == "bigquery":
+        return getattr(conn.dialect, "project_id", None) or url.host or None
+    if dialect in ("trino", "presto", "athena"):
+        return (url.database or "").split("/")[0] or None
+    statement = _CURRENT_DATABASE.get(dialect)
+    if statement is None:
+        return None
+    try:
+        name = conn.exec_driver_sql(statement).scalar()
+    except DBAPIError:
+        conn.rollback()
+        return None
+    return str(name) if name else None
+
+
+_CURRENT_DATABASE = {
+    "redshift": "SELECT current_database()",
+    "snowflake": "SELECT CURRENT_DATABASE()",
+    "tsql": "SELECT DB_NAME()",
+    "databricks": "SELECT current_catalog()",
+}
 
 
 def fingerprint(

@@ -103,7 +103,8 @@ def refuse_statements(node: exp.Expr, policy: type[GuardPolicy], found: Findings
 
 
 def bodies_are_queries(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
-    """A CTE or subquery holds a query, never a statement or a command.
+    """A CTE or subquery holds a query, never a statement or a command (DuckDB's
+    ``PIVOT t ON k USING sum(v)`` is a query there).
 
     A parenthesised join, ``FROM (a JOIN b ON …)`` or ``LEFT JOIN (b JOIN c ON …) ON …``,
     parses as a subquery around a table that carries the joins: it is a table reference, not
@@ -111,6 +112,8 @@ def bodies_are_queries(node: exp.Expr, policy: type[GuardPolicy], found: Finding
     """
     if isinstance(node.this, _BODY_CLASSES) or _parenthesised_join(node):
         return
+    if isinstance(node.this, exp.Pivot) and isinstance(node.this.this, exp.Table | exp.Subquery):
+        return  # DuckDB's PIVOT / UNPIVOT statement as a relation: its table is walked
     if node.args.get("scalar") and not isinstance(node.this, _STATEMENT_CLASSES):
         return  # ClickHouse's WITH <expression> AS name: a value, walked like any other
     found.add(0, "forbidden_statement", "every CTE and subquery must be a SELECT")

@@ -22,6 +22,7 @@ class DuckDBPolicy(GuardPolicy):
     name = "duckdb"
     dialects = ("duckdb",)
     table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset({"json_each", "json_tree"})
+    leading_keywords = shared.ALLOWED_LEADING_KEYWORDS | frozenset({"PIVOT", "UNPIVOT"})
     embedded = True
     rules = (*GuardPolicy.rules, ("tree", bound_value_sizes))
 
