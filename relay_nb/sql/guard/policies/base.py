@@ -31,6 +31,7 @@ from typing import ClassVar
 
 from sqlglot import exp
 
+from relay_nb.sql.guard import functions as guard_functions
 from relay_nb.sql.guard import rules as shared
 from relay_nb.sql.guard import text as guard_text
 from relay_nb.sql.guard.policies.as_written import AsWritten
@@ -218,12 +219,23 @@ def check_function(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -
     if unknown:
         found.unvetted.append(names[0])
     if unknown and not policy.unknown_functions and not policy.knows(names[0]):
-        found.add(
-            4,
-            "forbidden_function",
-            f"{shown}() is not allowed: relay_nb does not know it as a plain function of the "
-            f"{policy.name} dialect yet; use standard SQL functions",
+        found.add(4, "forbidden_function", _undocumented(shown, policy))
+
+
+def _undocumented(shown: str, policy: type[GuardPolicy]) -> str:
+    """Which function, and why an unknown one is refused; a documented name close to it."""
+    engine = guard_functions.ENGINE_NAMES.get(policy.name, policy.name)
+    if not policy.known_functions:
+        return (
+            f"{shown}() is not allowed: relay_nb has no list of {engine}'s documented "
+            "functions, so only functions sqlglot knows may run; use standard SQL functions"
         )
+    match = guard_functions.closest(shown, policy.known_functions)
+    return (
+        f"{shown}() is not a documented {engine} function (a UDF or remote function may send "
+        "rows elsewhere); use a built-in function"
+        + (f" — did you mean {match}()?" if match else "")
+    )
 
 
 def function_names(node: exp.Func) -> tuple[str, ...]:
@@ -240,6 +252,8 @@ def _function_verdict(
     """(rule, reason) when the call is refused by name, class or danger word."""
     for cls, rule in shared.DENIED_FUNCTION_CLASSES.items():
         if isinstance(node, cls):
+            if cls.__name__.startswith("AI"):
+                return rule, "it sends rows to a model service (a remote call)"
             return rule, "it touches files or has side effects"
     if not all(name.isascii() for name in names):
         return "forbidden_function", "function names must be plain ASCII"
@@ -252,6 +266,8 @@ def _function_verdict(
         return "file_access", "it reads or writes files, the environment or the network"
     denied = shared.DENIED_FUNCTIONS | policy.denied_functions
     prefixes = (*shared.DENIED_PREFIXES, *policy.denied_prefixes)
+    if any(n.startswith("ai_") or n == "external_query" for n in checked):
+        return "forbidden_function", "it sends rows to a model or a remote service (a remote call)"
     if any(n in denied or n.startswith(prefixes) for n in checked) or (
         checked and words & shared.DANGER_WORDS
     ):

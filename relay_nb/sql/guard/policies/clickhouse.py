@@ -1,6 +1,6 @@
 """ClickHouse: plain reads, its functions and their combinators, and its side doors shut.
 
-- **Functions**: those sqlglot knows and ClickHouse's own plain ones it does not
+- **Functions**: those sqlglot knows and the ones ClickHouse documents
   (:data:`_KNOWN`), with an aggregate's combinators (``sumIf``, ``uniqExactIf``,
   ``groupArrayDistinct``, ``avgOrNull``); any other name is refused: ``dictGet`` reads
   dictionaries (which may load from other databases), ``getSetting`` the server's settings.
@@ -14,60 +14,20 @@
 
 from __future__ import annotations
 
+from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.base import PlainReadPolicy
 
 __all__ = ["ClickHousePolicy"]
 
-_KNOWN = frozenset(
-    {
-        "adddays", "addhours", "addminutes", "addmonths", "addweeks", "addyears", "anyheavy",
-        "anyif", "anylast", "argmaxif", "argminif", "arrayall", "arrayavg", "arraycount",
-        "arraycumsum", "arraydifference", "arrayelement", "arrayenumerate",
-        "arrayenumerateuniq", "arrayexists", "arrayfirst", "arrayflatten", "arrayindex",
-        "arraylast", "arraypushback", "arraypushfront", "arrayreduce", "arrayreversesort",
-        "arraysort", "arraystringconcat", "arrayuniq", "arrayzip", "assumenotnull", "avgif",
-        "bar", "base64decode", "base64encode", "concatwithseparator", "countdistinct",
-        "countequal", "covarsamp", "cuturlparameter", "domain", "domainwithoutwww", "empty",
-        "extract", "extractall", "extracturlparameter", "formatreadablequantity",
-        "formatreadablesize", "formatreadabletimedelta", "fromunixtimestamp", "generateuuidv4",
-        "grouparray", "grouparrayif", "grouparrayinsertat", "grouparraysorted", "groupbitmap",
-        "groupuniqarray", "hasall", "hasany", "indexof", "intdiv", "inthash32", "inthash64",
-        "isfinite", "isnotnull", "isnull", "jsonextract", "jsonextractarrayraw",
-        "jsonextractbool", "jsonextractfloat", "jsonextractint", "jsonextractkeys",
-        "jsonextractuint", "jsonhas", "jsonlength", "jsontype", "laginframe", "leadinframe",
-        "lowcardinalityindices", "lowerutf8", "mapcontains", "mapkeys", "mapvalues", "maxif",
-        "maxmap", "medianexact", "minif", "minmap", "modulo", "multiif", "multisearchany",
-        "murmurhash3_64", "notempty", "now", "now64", "parsedatetimebesteffort",
-        "parsedatetimebesteffortornull", "path", "positioncaseinsensitive", "positionutf8",
-        "protocol", "quantileexact", "quantileif", "quantiles", "quantilesexact",
-        "quantiletdigest", "rand64", "randuniform", "range", "replaceall", "replaceone",
-        "replaceregexpall", "replaceregexpone", "retention", "roundbankers", "sequencecount",
-        "sequencematch", "simplejsonextractstring", "simplelinearregression", "siphash64",
-        "splitbychar", "stddevpop", "stddevsamp", "substringutf8", "subtractdays",
-        "subtracthours", "subtractmonths", "sumarray", "sumif", "summap", "timeslot", "todate",
-        "todate32", "todateornull", "todatetime", "todatetime64", "todatetimeornull", "today",
-        "todayofmonth", "todayofyear", "todecimal64", "tofixedstring", "tofloat64",
-        "tofloat64ornull", "tohour", "toint32", "toint32ornull", "toint64", "tominute",
-        "tomonth", "tonullable", "topk", "topkweighted", "topleveldomain", "torelativedaynum",
-        "torelativemonthnum", "tostartoffifteenminutes", "tostartoffiveminutes",
-        "tostartofinterval", "tostartofweek", "tostring", "touint32", "touint64",
-        "tounixtimestamp", "touuid", "toyear", "toyyyymm", "toyyyymmdd", "transform",
-        "tupleelement", "datename", "age", "uniqcombined", "uniqexact", "uniqexactif",
-        "uniqhll12", "uniqif",
-        "uniqtheta", "untuple", "upperutf8", "varpop", "varsamp", "visitparamextractstring",
-        "windowfunnel", "xxhash64", "yesterday"
-    }
-)  # fmt: skip
+_MAP_AGGREGATES = frozenset({"summap", "minmap", "maxmap"})
+"""Documented aggregates that system.functions does not list (sum, min, max with -Map)."""
+_KNOWN = documented_functions("clickhouse") | _MAP_AGGREGATES | {"uniqtheta", "untuple"}
+"""ClickHouse's documented functions (:mod:`relay_nb.sql.guard.functions`, ``clickhouse.txt``),
+and three the documentation has that system.functions leaves out: the -Map aggregates,
+``uniqTheta`` (absent from builds without DataSketches) and ``untuple`` (special syntax)."""
 
-_AGGREGATES = frozenset(
-    {
-        "count", "sum", "avg", "min", "max", "any", "anylast", "anyheavy", "argmin", "argmax",
-        "uniq", "uniqexact", "uniqcombined", "uniqhll12", "grouparray", "groupuniqarray",
-        "quantile", "quantiles", "quantileexact", "quantiletdigest", "median", "stddevpop",
-        "stddevsamp", "varpop", "varsamp", "corr", "covarsamp", "topk", "summap",
-        "grouparraysorted",
-    }
-)  # fmt: skip
+_AGGREGATES = documented_functions("clickhouse_aggregates") | _MAP_AGGREGATES | {"uniqtheta"}
+"""Aggregates a combinator may follow (``clickhouse_aggregates.txt``)."""
 _COMBINATORS = ("if", "distinct", "ornull", "ordefault", "array", "foreach", "state", "merge")
 
 

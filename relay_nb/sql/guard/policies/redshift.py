@@ -18,36 +18,20 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.as_written import AsWritten, plain_call
 from relay_nb.sql.guard.policies.base import Findings, GuardPolicy
 from relay_nb.sql.guard.policies.postgres import PostgresPolicy
 
 __all__ = ["RedshiftPolicy"]
 
-_KNOWN = frozenset(
-    {
-        "add_months", "getdate", "sysdate", "nvl", "nvl2", "decode", "listagg", "median",
-        "json_extract_path_text", "json_extract_array_element_text", "json_array_length",
-        "json_parse", "json_serialize", "is_valid_json", "is_valid_json_array", "convert_timezone",
-        "date_cmp", "date_cmp_timestamp", "datediff", "dateadd", "date_part", "datepart",
-        "date_trunc", "months_between", "next_day", "last_day", "trunc", "charindex", "len",
-        "textlen", "strpos", "btrim", "ltrim", "rtrim", "lpad", "rpad", "initcap", "replicate",
-        "translate", "regexp_count", "regexp_instr", "regexp_substr", "regexp_replace",
-        "split_part", "to_char", "to_date", "to_number", "to_timestamp", "timezone",
-        "approximate", "percentile_cont", "percentile_disc", "ratio_to_report", "cume_dist",
-        "nth_value", "bit_and", "bit_or", "bool_and", "bool_or", "cbrt", "dexp", "dlog1",
-        "dlog10", "log", "ln", "sign", "pi", "sqrt", "exp", "random", "checksum", "crc32",
-        "func_sha1", "fnv_hash", "md5", "sha1", "sha2", "is_array", "is_object", "is_scalar",
-        "json_typeof", "array", "get_array_length", "subarray", "array_concat", "array_flatten",
-        "split_to_array", "object", "object_transform", "timestamp_cmp", "interval_cmp",
-        "extract", "current_date", "current_time", "current_timestamp", "localtimestamp",
-        "timeofday", "round", "ceiling", "floor", "abs", "mod", "power", "greatest",
-        "least", "nullif", "coalesce", "quote_ident", "quote_literal", "octet_length",
-        "char_length", "character_length", "position", "left", "right", "reverse", "repeat",
-        "lower", "upper", "substring", "substr", "concat", "strtol", "to_hex", "can_json_parse",
-        "st_astext", "st_geomfromtext", "st_distance", "st_x", "st_y", "h3_fromlonglat",
-    }
-)  # fmt: skip
+_KNOWN = documented_functions("redshift") | {
+    # on the guide's leader-node page, in prose rather than a list
+    "current_time", "current_timestamp", "localtimestamp",
+    # DATE_PART's documented synonym; functions documented after April 2023
+    "datepart", "h3_fromlonglat", "object_transform",
+}  # fmt: skip
+"""Redshift's documented functions (:mod:`relay_nb.sql.guard.functions`, ``redshift.txt``)."""
 
 _ADD_MONTHS = AsWritten(
     node=exp.TsOrDsAdd,

@@ -1,6 +1,6 @@
 """Snowflake: plain reads, its functions, and its side doors shut.
 
-Functions: those sqlglot knows and Snowflake's own plain ones it does not (:data:`_KNOWN`);
+Functions: those sqlglot knows and the ones Snowflake documents (:data:`_KNOWN`);
 any other name may be an external function (rows sent to a remote service) or a UDF, and is
 refused. Its own rule: a stage (``@my_stage``, ``@~``, ``@%table``) in ``FROM`` reads staged
 files, so it is refused as file access, with that said to the model. ``SYSTEM$…`` functions,
@@ -15,18 +15,13 @@ from __future__ import annotations
 from sqlglot import exp
 
 from relay_nb.sql.guard import rules as shared
+from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
 
 __all__ = ["MAX_GENERATED_ROWS", "SnowflakePolicy", "bound_generator", "refuse_stages"]
 
-_KNOWN = frozenset(
-    {
-        "as_double", "as_integer", "as_varchar", "conditional_change_event",
-        "conditional_true_event", "h3_latlng_to_cell", "hash", "haversine", "is_decimal",
-        "is_integer", "ratio_to_report", "st_x", "st_y", "to_object", "to_timestamp",
-        "to_timestamp_ltz", "to_timestamp_ntz", "to_timestamp_tz", "try_to_timestamp"
-    }
-)  # fmt: skip
+_KNOWN = documented_functions("snowflake")
+"""Snowflake's documented functions (:mod:`relay_nb.sql.guard.functions`, ``snowflake.txt``)."""
 
 
 def refuse_stages(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:

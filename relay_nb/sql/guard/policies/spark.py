@@ -1,5 +1,5 @@
 """Spark SQL, Databricks and Hive: plain reads, their functions, and Spark's own side doors
-shut. Functions: those sqlglot knows and Spark's plain ones it does not (:data:`_KNOWN`).
+shut. Functions: those sqlglot knows and the ones Spark documents (:data:`_KNOWN`).
 
 Their own data: ``reflect`` and ``java_method`` call Java methods by name, ``try_secret``
 returns a Databricks secret in clear (``secret`` too: sqlglot models it, and the shared
@@ -23,25 +23,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.as_written import AsWritten, plain_call
 from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
 
 __all__ = ["DatabricksPolicy", "SparkPolicy"]
 
-_KNOWN = frozenset(
-    {
-        "monotonically_increasing_id", "spark_partition_id", "url_decode", "url_encode",
-        "array_repeat", "array_union", "arrays_overlap", "bin", "bround", "cardinality", "conv",
-        "count_min_sketch", "crc32", "date_part", "datediff", "every", "forall",
-        "format_number", "get", "h3_longlatash3", "h3_polyfillash3", "hash", "is_variant_null",
-        "json_array_length", "json_tuple", "make_date", "map_concat", "map_entries",
-        "map_filter", "map_values", "nullifzero", "pmod", "schema_of_json", "session_window",
-        "some", "to_varchar", "transform_keys", "transform_values", "try_avg", "try_parse_json",
-        "try_sum", "try_to_number", "try_to_timestamp", "try_variant_get", "variant_get",
-        "version", "weekday", "window", "xxhash64", "zeroifnull"
-    }
-)  # fmt: skip
-"""Spark's and Databricks' plain functions sqlglot does not model."""
+_KNOWN = documented_functions("spark") | {"h3_longlatash3", "h3_polyfillash3"}
+"""Spark's documented functions (:mod:`relay_nb.sql.guard.functions`, ``spark.txt``), and two
+H3 functions Databricks documents beyond them (no whole list of Databricks' own could be had)."""
 
 _TWO_ARGUMENT_DATEDIFF = AsWritten(
     node=exp.DateDiff,

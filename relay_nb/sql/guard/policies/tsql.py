@@ -5,6 +5,7 @@ rules."""
 
 from __future__ import annotations
 
+from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.base import PlainReadPolicy
 
 __all__ = ["TSQLPolicy"]
@@ -13,3 +14,4 @@ __all__ = ["TSQLPolicy"]
 class TSQLPolicy(PlainReadPolicy):
     name = "tsql"
     dialects = ("tsql", "fabric")
+    known_functions = documented_functions("tsql")
