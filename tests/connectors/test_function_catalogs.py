@@ -148,23 +148,34 @@ def test_documented_functions_pass(dialect: str, sql: str) -> None:
     guard(sql, dialect)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sqlglot reads HLL_COUNT.MERGE(…) as a call behind an object prefix, which "
-    "check_function refuses ('call merge() without a schema or object prefix') before any "
-    "list is asked: BigQuery's dotted families (HLL_COUNT., KLL_QUANTILES., KEYS., AEAD.) "
-    "need that rule to ask the family's list for the dotted name",
-)
 @pytest.mark.parametrize(
     "sql",
     [
         "SELECT HLL_COUNT.MERGE(sketch) FROM t",
         "SELECT KEYS.NEW_KEYSET('AEAD_AES_GCM_256') FROM t",
         "SELECT AEAD.ENCRYPT(k, s, 'x') FROM t",
+        "SELECT KLL_QUANTILES.EXTRACT_INT64(sketch, 4) FROM t",
     ],
 )
 def test_bigquery_dotted_functions(sql: str) -> None:
+    """sqlglot reads ``HLL_COUNT.MERGE(…)`` as a call behind an object prefix: the family's
+    list is asked for the dotted name before the prefix rule refuses it."""
     guard(sql, "bigquery")
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql"),
+    [
+        ("bigquery", "SELECT KEYS.KEYSET_CHAIN('kms', b'k') FROM t"),  # reaches Cloud KMS
+        ("bigquery", "SELECT myproject.mydataset.udf(x) FROM t"),
+        ("bigquery", "SELECT foo.merge(x) FROM t"),
+        ("snowflake", "SELECT hll_count.merge(x) FROM t"),
+    ],
+)
+def test_other_dotted_calls_stay_refused(dialect: str, sql: str) -> None:
+    with pytest.raises(UnsafeQueryError) as info:
+        guard(sql, dialect)
+    assert info.value.rule == "forbidden_function"
 
 
 # -- dangerous ones stay refused -----------------------------------------------------------------

@@ -202,7 +202,8 @@ def check_function(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -
         return
     parent = node.parent
     if isinstance(parent, exp.Dot) and node.arg_key == "expression":
-        found.add(4, "forbidden_function", f"call {shown}() without a schema or object prefix")
+        if not policy.knows(_dotted_name(parent, shown)):  # BigQuery's HLL_COUNT.MERGE(…)
+            found.add(4, "forbidden_function", f"call {shown}() without a schema or object prefix")
         return
     if isinstance(parent, _TABLE_POSITION_PARENTS) and node.arg_key == "this":
         allowed = policy.table_functions
@@ -220,6 +221,21 @@ def check_function(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -
         found.unvetted.append(names[0])
     if unknown and not policy.unknown_functions and not policy.knows(names[0]):
         found.add(4, "forbidden_function", _undocumented(shown, policy))
+
+
+def _dotted_name(dot: exp.Dot, name: str) -> str:
+    """``hll_count.merge`` for ``HLL_COUNT.MERGE(…)``: the name a documented dotted function
+    is listed by; ``""`` when the prefix is not one plain word (``a.b.f()``, ``f().g()``)."""
+    prefix = dot.this
+    if (
+        isinstance(prefix, exp.Column)
+        and not prefix.table
+        and isinstance(prefix.this, exp.Identifier)
+    ):
+        return f"{guard_text.fold(prefix.name)}.{name}"
+    if isinstance(prefix, exp.Var | exp.Identifier):
+        return f"{guard_text.fold(prefix.name)}.{name}"
+    return ""
 
 
 def _undocumented(shown: str, policy: type[GuardPolicy]) -> str:
