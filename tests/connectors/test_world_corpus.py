@@ -1,0 +1,89 @@
+"""The world corpus (``corpus/world/<family>.yaml``): read-only queries other people wrote —
+Spider 2.0's gold SQL, sqlglot's dialect tests, vendors' examples — through the guard.
+
+Each query runs with an allowlist built from its own tables (``scripts/world_corpus``,
+:func:`guard_args`), so a refusal is about the guard, not about a table we forgot. Every
+refusal the guard makes today is listed, with its rule, in ``expected_refusals.yaml``; this
+test fails on a refusal not listed there, on a listed one that now passes (so the list stays
+true: shrink it, or run ``scripts/world_corpus expect``), and on a crash not listed (an
+exception other than UnsafeQueryError is a bug; a listed crash says so in its ``why``).
+Offline: the corpus is in the repository; the whole file takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORLD = Path(__file__).parent / "corpus" / "world"
+
+
+def _load_harness() -> Any:
+    path = ROOT / "scripts" / "world_corpus"
+    loader = importlib.machinery.SourceFileLoader("world_corpus", str(path))
+    spec = importlib.util.spec_from_loader("world_corpus", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+harness = _load_harness()
+EXPECTED: dict[str, list[dict[str, str]]] = (
+    yaml.safe_load((WORLD / "expected_refusals.yaml").read_text(encoding="utf-8")) or {}
+)
+
+
+@pytest.mark.parametrize("family", harness.FAMILIES)
+def test_corpus_file_is_well_formed(family: str) -> None:
+    corpus = harness.load_family(family)
+    assert corpus["family"] == family
+    assert corpus["sources"], "a corpus file names its sources"
+    for source in corpus["sources"]:
+        assert {"name", "url", "commit", "licence", "how"} <= source.keys()
+    queries = corpus["queries"]
+    assert queries
+    sources = [q["source"] for q in queries]
+    assert len(sources) == len(set(sources)), "a source id names one query of the family"
+    for query in queries:
+        assert query["sql"].strip()
+        assert harness.FAMILY_OF[query.get("dialect", family)] == family
+
+
+@pytest.mark.parametrize("family", harness.FAMILIES)
+def test_refusals_are_the_expected_ones(family: str) -> None:
+    results = harness.run_family(family)
+    got = {r["source"]: r for r in results if r["outcome"] != "passed"}
+    listed = {e["source"]: e for e in EXPECTED.get(family) or ()}
+    problems: list[str] = []
+    for source, r in got.items():
+        entry = listed.get(source)
+        if entry is None or entry["rule"] != r["rule"]:
+            was = f" (listed as {entry['rule']})" if entry else ""
+            kind = "CRASH" if r["outcome"] == "crash" else "refused"
+            problems.append(
+                f"{kind} {source} [{r['dialect']}] {r['rule']}{was}: {r['message']}\n"
+                f"    {harness._short(r['sql'])}"
+            )
+    for source, entry in listed.items():
+        if source not in got:
+            problems.append(
+                f"now passes (or left the corpus): {source} was listed as {entry['rule']}; "
+                "take it out of expected_refusals.yaml"
+            )
+    assert not problems, f"{len(problems)} differences from expected_refusals.yaml:\n" + "\n".join(
+        problems
+    )
+
+
+def test_expectations_name_only_known_families() -> None:
+    assert set(EXPECTED) <= set(harness.FAMILIES)
+    for entries in EXPECTED.values():
+        for entry in entries or ():
+            assert {"source", "rule", "why"} <= entry.keys()
