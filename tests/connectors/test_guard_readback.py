@@ -48,7 +48,8 @@ def two_passes(
         sql, dialect=dialect, names=guard._Names(allowed, schema),
         row_limit=ROW_LIMIT, bounds=guard._INPUT,
     )  # fmt: skip
-    guard._refuse_unfaithful_output(first, guard._Names(allowed, schema), ROW_LIMIT, dialect)
+    if not guard._fixed_point(first, guard._Names(allowed, schema), ROW_LIMIT, dialect):
+        raise UnsafeQueryError("unfaithful_rewrite", guard._UNFAITHFUL)
     return first
 
 

@@ -18,13 +18,13 @@ import threading
 from collections.abc import Callable
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
+from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.errors import ErrorLevel
 
 from relay_nb.sql.guard import rules
 from relay_nb.sql.guard import text as guard_text
 
-__all__ = ["DISPATCHES_PER_NODE", "generate"]
+__all__ = ["DISPATCHES_PER_NODE", "generate", "quote_names"]
 
 DISPATCHES_PER_NODE = 4
 """Generator dispatches allowed per node of the checked tree (plus a constant): rewrites that
@@ -79,6 +79,8 @@ def generate(tree: exp.Expr, engine: Dialect, *, nodes: int) -> str:
     generator = engine.generator(
         comments=False, normalize_functions=False, unsupported_level=ErrorLevel.RAISE
     )
+    # Athena's generator hands a query to a Trino generator it holds (DDL to a Hive one)
+    generator = getattr(generator, "_trino_generator", generator)
     # the generator looks every node's handler up in this per-instance table; the counting
     # table is built once per dialect (MariaDB's generator is MySQL's with a table of its
     # own), the budget is this thread's
@@ -103,3 +105,21 @@ def generate(tree: exp.Expr, engine: Dialect, *, nodes: int) -> str:
             "parse_error", f"the query is longer than {rules.MAX_OUTPUT_CHARS} characters"
         )
     return text
+
+
+def quote_names(tree: exp.Expr, engine: Dialect) -> None:
+    """Quote every unquoted name in ``tree``, spelled as the engine folds it (``orders`` is
+    ``"ORDERS"`` on Snowflake, ``"orders"`` on PostgreSQL), so it means the same name and
+    can never be read as a keyword. The guard's fallback when the plain text does not read
+    back; the name compares against the allowlist as before (``identifier_key``)."""
+    strategy = engine.normalization_strategy
+    for identifier in tree.find_all(exp.Identifier):
+        if identifier.args.get("quoted") or not isinstance(identifier.this, str):
+            continue
+        name = identifier.this
+        if strategy is NormalizationStrategy.UPPERCASE:
+            name = guard_text.upper(name)
+        elif strategy is NormalizationStrategy.LOWERCASE:
+            name = guard_text.fold(name)
+        identifier.set("this", name)
+        identifier.set("quoted", True)

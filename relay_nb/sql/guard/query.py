@@ -119,9 +119,27 @@ def guard_query(
     first, checked = _guard_once(
         sql, dialect=dialect, names=names, row_limit=row_limit, bounds=_INPUT
     )
-    if not guard_readback.reads_back(first.sql, checked, engine, policy):
-        _refuse_unfaithful_output(first, names, row_limit, dialect)
-    return first
+    if guard_readback.reads_back(first.sql, checked, engine, policy):
+        return first
+    if _fixed_point(first, names, row_limit, dialect):
+        return first
+    # a name the engine reads as a keyword (Databricks' `stream`, Redshift's alias `exclude`)
+    # can make the text read back differently: once more with every name quoted
+    quoted, checked = _guard_once(
+        sql, dialect=dialect, names=names, row_limit=row_limit, bounds=_INPUT, quote_names=True
+    )
+    if quoted.sql != first.sql and (
+        guard_readback.reads_back(quoted.sql, checked, engine, policy)
+        or _fixed_point(quoted, names, row_limit, dialect)
+    ):
+        return quoted
+    guard_text.refuse("unfaithful_rewrite", _UNFAITHFUL)
+
+
+_UNFAITHFUL = (
+    "the query could not be re-serialised so that it means the same; rewrite it with plain "
+    "SQL (no unusual functions, operators or names)"
+)
 
 
 class _Names(NamedTuple):
@@ -140,6 +158,7 @@ def _guard_once(
     names: _Names,
     row_limit: int,
     bounds: tuple[int, int],
+    quote_names: bool = False,
 ) -> tuple[GuardedQuery, list[object] | None]:
     """One pass of the pipeline, and the :func:`~.readback.shape` of the tree it wrote
     out (recorded before the generator could touch it). :func:`guard_query` runs it once, or
@@ -167,6 +186,8 @@ def _guard_once(
         tree = capped if query is tree else tree
         query = capped
     limit, injected, clamped = apply_limit(query, row_limit)
+    if quote_names:
+        guard_output.quote_names(tree, engine)
     checked = guard_readback.shape(tree)
     guarded = GuardedQuery(
         sql=guard_output.generate(tree, engine, nodes=found.nodes),
@@ -396,10 +417,8 @@ def _resolve_wildcard(name: str, schema: str | None, resolver: _Resolver) -> str
 # Generation
 
 
-def _refuse_unfaithful_output(
-    first: GuardedQuery, names: _Names, row_limit: int, dialect: str
-) -> None:
-    """Fail closed unless the SQL that will run is a fixed point of the guard.
+def _fixed_point(first: GuardedQuery, names: _Names, row_limit: int, dialect: str) -> bool:
+    """Whether the SQL that would run is a fixed point of the guard.
 
     The generator can emit text the database reads differently from the tree it came from
     (MySQL reads ``#`` as a comment, so ``a #- b LIMIT 201`` loses its LIMIT). Guarding the
@@ -411,10 +430,5 @@ def _refuse_unfaithful_output(
             first.sql, dialect=dialect, names=names, row_limit=row_limit, bounds=_OUTPUT
         )
     except UnsafeQueryError:
-        second = None
-    if second is None or second.sql != first.sql or second.limit != first.limit:
-        guard_text.refuse(
-            "unfaithful_rewrite",
-            "the query could not be re-serialised so that it means the same; rewrite it "
-            "with plain SQL (no unusual functions, operators or names)",
-        )
+        return False
+    return second.sql == first.sql and second.limit == first.limit
