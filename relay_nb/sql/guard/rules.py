@@ -72,8 +72,10 @@ __all__ = [
     "STATEMENT_KEYWORDS",
     "STATEMENT_NODES",
     "STRUCTURAL_REFUSALS",
+    "MAX_GENERATED_ROWS",
     "TABLE_FUNCTION_CLASSES",
     "denied_statement_classes",
+    "small_count",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -411,6 +413,11 @@ TABLE_FUNCTION_CLASSES: tuple[type[exp.Expr], ...] = (
 COMMON_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "range"})
 """Table functions every family allows in ``FROM``; a family adds its own."""
 
+MAX_GENERATED_ROWS = 10_000_000
+"""The most rows a row-making table function (Snowflake's ``GENERATOR``, ClickHouse's
+``numbers``) may make: a calendar or a series of ids is far below it; a trillion rows is
+warehouse time spent on nothing."""
+
 # --------------------------------------------------------------------------------------------
 # Text patterns, applied to comment text and to table names only (never to query text).
 
@@ -419,3 +426,13 @@ EXECUTABLE_COMMENT = re.compile(r"/\*[mM]?!")
 
 PATH_LIKE_TABLE = re.compile(r"[/\\:*?~]|\.[A-Za-z0-9]{1,8}$")
 """A "table" named like a file or URL: DuckDB scans ``FROM 'x.csv'`` and ``FROM "s3://…"``."""
+
+
+def small_count(node: object) -> bool:
+    """Whether ``node`` is an integer literal up to :data:`MAX_GENERATED_ROWS`."""
+    return (
+        isinstance(node, exp.Literal)
+        and not node.is_string
+        and node.name.isdigit()
+        and int(node.name) <= MAX_GENERATED_ROWS
+    )

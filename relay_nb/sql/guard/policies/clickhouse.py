@@ -7,6 +7,7 @@
 - ``url()``, ``file()``, ``s3()``, ``remote()``, ``executable()`` and their kin are refused by
   the shared file rules; ``SETTINGS`` (which can lift the statement's limits) and ``FORMAT``
   by the shared clause rules; ``INTO OUTFILE`` as ``SELECT … INTO``.
+- ``numbers(n)`` may make rows in ``FROM``, up to 10M of them (:func:`bound_numbers`).
 - ``LIMIT n BY cols`` (at most n rows per group) is no row cap: the guard caps the whole
   result around it (see :func:`relay_nb.sql.guard.limit.wrap_uncounted_limit`);
   ``WITH 100 AS n`` names a value, never a table.
@@ -14,10 +15,13 @@
 
 from __future__ import annotations
 
-from relay_nb.sql.guard.functions import documented_functions
-from relay_nb.sql.guard.policies.base import PlainReadPolicy
+from sqlglot import exp
 
-__all__ = ["ClickHousePolicy"]
+from relay_nb.sql.guard import rules as shared
+from relay_nb.sql.guard.functions import documented_functions
+from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
+
+__all__ = ["ClickHousePolicy", "bound_numbers"]
 
 _MAP_AGGREGATES = frozenset({"summap", "minmap", "maxmap"})
 """Documented aggregates that system.functions does not list (sum, min, max with -Map)."""
@@ -31,11 +35,34 @@ _AGGREGATES = documented_functions("clickhouse_aggregates") | _MAP_AGGREGATES | 
 _COMBINATORS = ("if", "distinct", "ornull", "ordefault", "array", "foreach", "state", "merge")
 
 
+_ROW_MAKERS = frozenset({"numbers", "numbers_mt"})
+
+
+def bound_numbers(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``numbers(n)``, ``numbers(offset, n)``, ``numbers(offset, n, step)`` in ``FROM``: its
+    count a constant up to :data:`~relay_nb.sql.guard.rules.MAX_GENERATED_ROWS`."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() in _ROW_MAKERS):
+        return
+    args = node.expressions
+    count = args[0] if len(args) == 1 else args[1] if len(args) in (2, 3) else None
+    if not shared.small_count(count) or not all(
+        isinstance(a, exp.Literal) and not a.is_string for a in args
+    ):
+        found.add(
+            4,
+            "table_function_not_allowed",
+            f"numbers() makes at most {shared.MAX_GENERATED_ROWS:,} rows here: write numbers(n) "
+            "with a number up to that",
+        )
+
+
 class ClickHousePolicy(PlainReadPolicy):
     name = "clickhouse"
     dialects = ("clickhouse",)
     known_functions = _KNOWN
+    table_functions = shared.COMMON_TABLE_FUNCTIONS | _ROW_MAKERS
     per_group_limit = True
+    rules = (*PlainReadPolicy.rules, ("function", bound_numbers))
 
     @classmethod
     def knows(cls, name: str) -> bool:

@@ -7,7 +7,7 @@ files, so it is refused as file access, with that said to the model. ``SYSTEM$â€
 ``CALL``, ``EXECUTE IMMEDIATE``, ``PUT``/``GET``/``LIST`` and ``COPY INTO`` are refused by the
 shared prefixes and command rules. In ``FROM``, ``FLATTEN`` may expand semi-structured values,
 ``SPLIT_TO_TABLE`` / ``STRTOK_SPLIT_TO_TABLE`` strings, and ``TABLE(GENERATOR(ROWCOUNT => n))``
-make up to :data:`MAX_GENERATED_ROWS` rows.
+make up to :data:`~relay_nb.sql.guard.rules.MAX_GENERATED_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from relay_nb.sql.guard import rules as shared
 from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
 
-__all__ = ["MAX_GENERATED_ROWS", "SnowflakePolicy", "bound_generator", "refuse_stages"]
+__all__ = ["SnowflakePolicy", "bound_generator", "refuse_stages"]
 
 _KNOWN = documented_functions("snowflake")
 """Snowflake's documented functions (:mod:`relay_nb.sql.guard.functions`, ``snowflake.txt``)."""
@@ -31,28 +31,19 @@ def refuse_stages(node: exp.Expr, policy: type[GuardPolicy], found: Findings) ->
         found.add(2, "file_access", "@stages hold files; query the tables of the schema instead")
 
 
-MAX_GENERATED_ROWS = 10_000_000
-"""The most rows ``GENERATOR`` may make: a calendar or a series of ids is far below it; a
-trillion rows is warehouse time spent on nothing."""
-
-
 def bound_generator(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
-    """``GENERATOR(ROWCOUNT => n)`` with a constant n up to :data:`MAX_GENERATED_ROWS`;
-    ``TIMELIMIT`` (rows for as long as it allows) is refused."""
+    """``GENERATOR(ROWCOUNT => n)`` with a constant n up to
+    :data:`~relay_nb.sql.guard.rules.MAX_GENERATED_ROWS`; ``TIMELIMIT`` (rows for as long as
+    it allows) is refused."""
     if not isinstance(node, exp.Generator):
         return
     count = node.args.get("rowcount")
-    if node.args.get("timelimit") is not None or not (
-        isinstance(count, exp.Literal)
-        and not count.is_string
-        and count.this.isdigit()
-        and int(count.this) <= MAX_GENERATED_ROWS
-    ):
+    if node.args.get("timelimit") is not None or not shared.small_count(count):
         found.add(
             4,
             "table_function_not_allowed",
-            f"GENERATOR makes at most {MAX_GENERATED_ROWS:,} rows: write ROWCOUNT => a number "
-            "up to that (no TIMELIMIT)",
+            f"GENERATOR makes at most {shared.MAX_GENERATED_ROWS:,} rows: write ROWCOUNT => a "
+            "number up to that (no TIMELIMIT)",
         )
 
 

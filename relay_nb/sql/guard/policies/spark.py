@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from relay_nb.sql.guard import rules as shared
 from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.as_written import AsWritten, plain_call
 from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
@@ -79,6 +80,9 @@ class SparkPolicy(PlainReadPolicy):
     name = "spark"
     dialects = ("spark", "spark2", "hive")
     known_functions = _KNOWN
+    table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset(
+        {"inline", "inline_outer", "stack", "json_tuple", "parse_url_tuple"}
+    )
     denied_functions = frozenset(
         {"reflect", "java_method", "assert_true", "raise_error", "try_secret"}
     )
