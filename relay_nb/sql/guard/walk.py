@@ -56,7 +56,8 @@ def walk(tree: exp.Expr, engine: Dialect, policy: type[GuardPolicy]) -> Findings
         args = node.args
         with_ = args.get("with_")
         if isinstance(with_, exp.With):
-            scope = _push_ctes(with_, scope, depth, strategy, stack, recursive_terms)
+            recursive = bool(with_.args.get("recursive")) or policy.implicit_recursion
+            scope = _push_ctes(with_, recursive, scope, depth, strategy, stack, recursive_terms)
         for value in args.values():
             if type(value) is list:
                 extend((v, scope, depth + 1) for v in value if isinstance(v, expression))
@@ -101,6 +102,7 @@ class _Scope:
 
 def _push_ctes(
     with_: exp.With,
+    recursive: bool,
     outer: _Scope | None,
     depth: int,
     strategy: NormalizationStrategy,
@@ -113,13 +115,14 @@ def _push_ctes(
     of a UNION body) also sees CTE *i* itself: DuckDB resolves ``WITH RECURSIVE s AS (SELECT *
     FROM s)`` and the anchor branch to the *base table* ``s``. Forward references (SQLite
     resolves them to the later CTE) are checked as base tables: refusing is the safe error.
+    ``recursive``: the WITH says RECURSIVE, or the family reads a CTE that names itself as
+    recursive without it (Snowflake, SQLite: ``policy.implicit_recursion``).
     """
     names: dict[str, int] = {}
     for index, cte in enumerate(with_.expressions):
         if cte.args.get("scalar"):  # ClickHouse's WITH 100 AS n: a value, never a table
             continue
         names.setdefault(identifier_key(cte.args["alias"].this, strategy), index)
-    recursive = bool(with_.args.get("recursive"))
     for i, cte in enumerate(with_.expressions):
         body = cte.this
         if recursive and isinstance(body, exp.SetOperation) and body.expression is not None:

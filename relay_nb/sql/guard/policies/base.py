@@ -324,6 +324,9 @@ class GuardPolicy:
     meaning (:mod:`.as_written`)."""
     per_group_limit: ClassVar[bool] = False
     """``LIMIT n BY cols`` is this dialect's (ClickHouse): capped by an outer LIMIT."""
+    implicit_recursion: ClassVar[bool] = False
+    """A CTE's recursive term (the last branch of its UNION) may name the CTE itself without
+    ``WITH RECURSIVE`` (Snowflake and SQLite read it as recursive)."""
     wildcard_tables: ClassVar[bool] = False
     """``FROM dataset.events_*`` reads every table named so (BigQuery): allowed over a
     dataset the allowlist holds whole (:func:`~relay_nb.sql.guard.query.guard_query`)."""

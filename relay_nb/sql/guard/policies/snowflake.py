@@ -50,6 +50,7 @@ def bound_generator(node: exp.Expr, policy: type[GuardPolicy], found: Findings) 
 class SnowflakePolicy(PlainReadPolicy):
     name = "snowflake"
     dialects = ("snowflake",)
+    implicit_recursion = True
     table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset(
         {"flatten", "generator", "split_to_table", "strtok_split_to_table"}
     )

@@ -28,6 +28,7 @@ _KIB = 1024
 class SQLitePolicy(GuardPolicy):
     name = "sqlite"
     dialects = ("sqlite",)
+    implicit_recursion = True
     table_functions = shared.COMMON_TABLE_FUNCTIONS | frozenset({"json_each", "json_tree"})
     default_schema_aliases = frozenset({"main"})
     embedded = True
