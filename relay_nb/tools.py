@@ -32,17 +32,22 @@ from relay_nb.redaction import redact
 __all__ = [
     "TOOL_NAME",
     "ApprovalAsk",
+    "CallHooks",
     "Failure",
+    "ModelSpend",
     "Tool",
     "ToolHandler",
     "ToolResult",
     "ask_approval",
-    "bind_approval",
+    "bind_call",
+    "model_spend",
+    "report_status",
     "short_float",
     "tool_from_function",
 ]
 
 _MAX_ERROR_CHARS = 600
+_MAX_STATUS_CHARS = 300
 _MAX_RESULT_CHARS = 4000
 _PREVIEW_ROWS = 20
 _PREVIEW_CHARS = 2000
@@ -55,8 +60,36 @@ model first sees it and rejects the whole request."""
 ApprovalAsk = Callable[[str], Awaitable[tuple[bool, str]]]
 """``ask(reason) -> (approved, why_not)``: put the running call to the person, with a reason."""
 
-_APPROVAL: contextvars.ContextVar[ApprovalAsk | None] = contextvars.ContextVar(
-    "relay_nb_approval", default=None
+
+@dataclass(frozen=True)
+class ModelSpend:
+    """What the model has cost the running turn so far, the call that asked for this tool
+    included: what a tool that shows a cost (a query's preflight) puts beside its own."""
+
+    cost_usd: float | None
+    """Dollars; None when a call's price is unknown (a model missing from the price table)."""
+    estimated: bool = False
+    """Some token counts were estimated (chars/4), not reported by the provider."""
+    simulated: bool = False
+    """A scripted or replayed model: priced for show, nothing was spent."""
+
+
+@dataclass(frozen=True)
+class CallHooks:
+    """How a running tool reaches whoever runs the turn; the agent loop binds one per call
+    (:func:`bind_call`), read through :func:`ask_approval`, :func:`report_status` and
+    :func:`model_spend`."""
+
+    ask: ApprovalAsk
+    """Put this call to the person (emits ``tool_awaiting_approval``)."""
+    status: Callable[[str], None]
+    """Show one line under this call in the trace (emits ``tool_status``)."""
+    spend: Callable[[], ModelSpend | None]
+    """The turn's model spend so far (None before any model call was priced)."""
+
+
+_CALL: contextvars.ContextVar[CallHooks | None] = contextvars.ContextVar(
+    "relay_nb_tool_call_hooks", default=None
 )
 _TIME_BOUND: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
     "relay_nb_tool_time_bound", default=None
@@ -72,8 +105,8 @@ async def ask_approval(reason: str) -> tuple[bool, str]:
     approver, one question at a time); called anywhere else there is nobody to ask, and the
     answer is no.
     """
-    ask = _APPROVAL.get()
-    if ask is None:
+    hooks = _CALL.get()
+    if hooks is None:
         return False, "nobody was there to approve it (no turn is running)"
     bound = _TIME_BOUND.get()  # the tool's time bound stops while a person decides
     deadline = bound.when() if bound is not None else None
@@ -82,15 +115,37 @@ async def ask_approval(reason: str) -> tuple[bool, str]:
     if bound is not None:
         bound.reschedule(None)
     try:
-        return await ask(reason)
+        return await hooks.ask(reason)
     finally:
         if bound is not None and deadline is not None:
             bound.reschedule(deadline + (loop.time() - paused_at))
 
 
-def bind_approval(ask: ApprovalAsk | None) -> None:
-    """Set the asker for the current task's context (the agent loop, per tool call)."""
-    _APPROVAL.set(ask)
+def report_status(line: str) -> None:
+    """From inside a tool's handler: show ``line`` under this call in the trace now, while
+    it still runs (a query's cost, before the query starts). The same per-call hooks as
+    :func:`ask_approval` carry it: the loop emits a ``tool_status`` event, which the live
+    view shows at once and the saved trace keeps. A later line replaces an earlier one.
+    Outside a turn it goes nowhere. Redacted like everything else a tool shows, and one
+    line of at most 300 characters."""
+    hooks = _CALL.get()
+    if hooks is not None and line:
+        flat = " ".join(redact(line).split())
+        hooks.status(
+            flat if len(flat) <= _MAX_STATUS_CHARS else flat[: _MAX_STATUS_CHARS - 1] + "…"
+        )
+
+
+def model_spend() -> ModelSpend | None:
+    """From inside a tool's handler: what the model has cost this turn so far (the call
+    that asked for this tool included); None outside a turn or before any priced call."""
+    hooks = _CALL.get()
+    return None if hooks is None else hooks.spend()
+
+
+def bind_call(hooks: CallHooks | None) -> None:
+    """Set the current task's call hooks (the agent loop, once per tool call it runs)."""
+    _CALL.set(hooks)
 
 
 Failure = Literal["refused", "timeout", "error", "denied", "cancelled"]

@@ -27,6 +27,7 @@ from relay_nb.agent.events import (
     ToolAwaitingApprovalEvent,
     ToolCallEvent,
     ToolResultEvent,
+    ToolStatusEvent,
     UsageEvent,
 )
 from relay_nb.agent.history import History
@@ -81,6 +82,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolOutcome",
     "ToolResultEvent",
+    "ToolStatusEvent",
     "TurnResult",
     "UsageEvent",
     "UsageLedger",

@@ -1,4 +1,4 @@
-"""The events a turn emits, exactly as DESIGN.md §6 lists them.
+"""The events a turn emits: DESIGN.md §6's list, and ``tool_status`` (a running tool's line).
 
 Each event is a small pydantic model with a ``type`` literal, so a stream of them can be
 serialised (SSE, a notebook's saved output) and parsed back through the ``Event`` union
@@ -24,6 +24,7 @@ __all__ = [
     "ToolAwaitingApprovalEvent",
     "ToolCallEvent",
     "ToolResultEvent",
+    "ToolStatusEvent",
     "UsageEvent",
 ]
 
@@ -64,6 +65,18 @@ class ToolAwaitingApprovalEvent(_Event):
     input: dict[str, Any] = Field(default_factory=dict)
     reason: str = ""
     """Why it needs approval now (e.g. its cost estimate); empty when the tool always does."""
+
+
+class ToolStatusEvent(_Event):
+    """A running call's one line for the trace, sent by the tool itself before its result
+    (:func:`relay_nb.tools.report_status`): a query's cost before it runs — the model's
+    spend so far and the engine's estimate. A later one for the same call replaces it; the
+    views keep the last one under the call after it ends."""
+
+    type: Literal["tool_status"] = "tool_status"
+    tool_call_id: str
+    name: str
+    status: str
 
 
 class ToolResultEvent(_Event):
@@ -116,6 +129,7 @@ Event = Annotated[
     | ContextResolvedEvent
     | ToolCallEvent
     | ToolAwaitingApprovalEvent
+    | ToolStatusEvent
     | ToolResultEvent
     | TextDeltaEvent
     | UsageEvent

@@ -56,7 +56,7 @@ from relay_nb.runtime.types import (
     ToolSpec,
     Usage,
 )
-from relay_nb.tools import Tool
+from relay_nb.tools import ModelSpend, Tool
 
 __all__ = ["FinishReason", "ToolOutcome", "TurnResult", "first_request", "run_turn"]
 
@@ -339,11 +339,28 @@ class _Turn:
             shown = redact(call.input)
             self.emit(ToolCallEvent(tool_call_id=call.id, name=call.name, input=shown))
         outcomes, cancelled = await execute_calls(
-            calls, self.tools, approver=self.approver, abort=self.abort, emit=self.emit
+            calls,
+            self.tools,
+            approver=self.approver,
+            abort=self.abort,
+            emit=self.emit,
+            spend=self.spend,
         )
         for outcome in outcomes:
             self.report(outcome)
         return outcomes, cancelled
+
+    def spend(self) -> ModelSpend | None:
+        """What the model has cost this turn so far — every call priced, the one whose tool
+        calls run now included — for a tool that shows it beside its own cost (a query's
+        preflight line); None before the first call."""
+        if self.usage is None:
+            return None
+        return ModelSpend(
+            cost_usd=self.usage.cost_usd,
+            estimated=self.usage.estimated,
+            simulated=self.simulated is not None,
+        )
 
     def report(self, outcome: ToolOutcome) -> None:
         self.outcomes.append(outcome)

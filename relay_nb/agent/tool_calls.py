@@ -22,10 +22,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.agent.approval import ApprovalRequest, Approver, ask_approver
-from relay_nb.agent.events import Event, ToolAwaitingApprovalEvent
+from relay_nb.agent.events import Event, ToolAwaitingApprovalEvent, ToolStatusEvent
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.types import ToolCall
-from relay_nb.tools import ApprovalAsk, Failure, Tool, ToolResult, bind_approval
+from relay_nb.tools import (
+    ApprovalAsk,
+    CallHooks,
+    Failure,
+    ModelSpend,
+    Tool,
+    ToolResult,
+    bind_call,
+)
 
 __all__ = ["CANCELLED_RESULT", "ToolOutcome", "current_tool_call_id", "execute_calls"]
 
@@ -67,14 +75,18 @@ async def execute_calls(
     approver: Approver | None,
     abort: AbortSignal | None,
     emit: Callable[[Event], None],
+    spend: Callable[[], ModelSpend | None] | None = None,
 ) -> tuple[list[ToolOutcome], bool]:
     """Run ``calls``; returns the outcomes in call order and whether the abort signal fired.
 
-    A running tool may still ask for approval (:func:`relay_nb.tools.ask_approval`, e.g. a
-    query estimated over its cost threshold): it is asked through the same approver, one
-    question at a time."""
+    Each running call gets its hooks (:class:`relay_nb.tools.CallHooks`): it may still ask
+    for approval (:func:`relay_nb.tools.ask_approval`, e.g. a query estimated over its cost
+    threshold) — through the same approver, one question at a time — show a line in the
+    trace before its result (:func:`relay_nb.tools.report_status`: a ``tool_status``
+    event), and read the turn's model spend so far (``spend``)."""
     verdicts: dict[str, ToolResult] = {}
     asking = asyncio.Lock()
+    loop = asyncio.get_running_loop()
 
     def asker(call: ToolCall) -> ApprovalAsk:
         async def ask(reason: str) -> tuple[bool, str]:
@@ -91,6 +103,20 @@ async def execute_calls(
 
         return ask
 
+    def hooks(call: ToolCall) -> CallHooks:
+        def status(line: str) -> None:
+            event = ToolStatusEvent(tool_call_id=call.id, name=call.name, status=line)
+            try:
+                on_loop = asyncio.get_running_loop() is loop
+            except RuntimeError:  # a sync tool's worker thread (its context is copied there)
+                on_loop = False
+            if on_loop:
+                emit(event)
+            else:  # queued before the thread's own result: the line still comes first
+                loop.call_soon_threadsafe(emit, event)
+
+        return CallHooks(ask=asker(call), status=status, spend=spend or _no_spend)
+
     for call in calls:
         tool = tools.get(call.name)
         if tool is None or not tool.requires_approval:
@@ -106,7 +132,7 @@ async def execute_calls(
         if not approved:
             verdicts[call.id] = ToolResult(content=reason, is_error=True, failure="denied")
     tasks = [
-        asyncio.ensure_future(_run_one(call, tools, asker(call)))
+        asyncio.ensure_future(_run_one(call, tools, hooks(call)))
         if call.id not in verdicts
         else None
         for call in calls
@@ -185,9 +211,13 @@ async def _until_abort(awaitable: Any, abort: AbortSignal | None) -> Any:
     return None
 
 
-async def _run_one(call: ToolCall, tools: Mapping[str, Tool], ask: ApprovalAsk) -> ToolOutcome:
+def _no_spend() -> ModelSpend | None:
+    return None
+
+
+async def _run_one(call: ToolCall, tools: Mapping[str, Tool], hooks: CallHooks) -> ToolOutcome:
     _CURRENT_CALL.set(call.id)  # this task's own context: no other call sees it
-    bind_approval(ask)
+    bind_call(hooks)
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"

@@ -87,7 +87,9 @@ def max_result_bytes(*spellings: str) -> Any:
 
 def approve_above() -> Any:
     return option(
-        None, 'ask the analyst first when a query would scan more bytes ("10GB", or a number)'
+        None,
+        'ask the analyst first when a query would scan more: bytes ("10GB", or a number) or '
+        'dollars at price_per_tb ("$0.50")',
     )
 
 

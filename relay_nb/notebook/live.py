@@ -1,12 +1,13 @@
 """The live view of a running turn (ipywidgets 8), replaced by the static trace when done.
 
 While the turn runs, the cell shows a status line (phase and elapsed time), one collapsible
-entry per tool call (its SQL, then its result: a table to page through, a chart, or what the
-tool returned), the answer as it streams, and a usage line (tokens, cost of the turn, session
-total). What to show comes from the turn view-model (:class:`relay_nb.views.TurnView`), fed
-each event; this module only maps its fields to widgets, as the static HTML and the text
-transcript map them to markup and lines. Events arrive on relay_nb's loop thread; setting
-widget values from there sends comm messages through the kernel's thread-safe IOPub socket.
+entry per tool call (its SQL; the line the tool sends while it runs — a query's cost, before
+it runs; then its result: a table to page through, a chart, or what the tool returned), the
+answer as it streams, and a usage line (tokens, cost of the turn, session total). What to
+show comes from the turn view-model (:class:`relay_nb.views.TurnView`), fed each event; this
+module only maps its fields to widgets, as the static HTML and the text transcript map them
+to markup and lines. Events arrive on relay_nb's loop thread; setting widget values from
+there sends comm messages through the kernel's thread-safe IOPub socket.
 
 A tool that needs approval gets Approve / Deny buttons under its entry (see
 :mod:`relay_nb.notebook.approval` for how a click reaches a cell that is busy waiting for it);
@@ -33,7 +34,14 @@ from relay_nb.agent.events import Event
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
-from relay_nb.views import CallView, TurnView, describe_usage, sql_html, table_html
+from relay_nb.views import (
+    CallView,
+    TurnView,
+    describe_usage,
+    sql_html,
+    status_line_html,
+    table_html,
+)
 from relay_nb.views.html import ERROR_COLOR, MUTED_COLOR
 
 __all__ = ["ApprovalControls", "LiveTurnView", "close_tree"]
@@ -70,6 +78,8 @@ class LiveTurnView:
         self._closing = threading.Lock()
         self._ticker = threading.Thread(target=self._tick, name="relay_nb-elapsed", daemon=True)
         self._calls: dict[str, tuple[Any, int]] = {}
+        self._lines: dict[str, Any] = {}
+        """Each call's own line (a query's cost, shown before it runs), by tool call."""
         self._verdicts: dict[str, str] = {}  # tool_call_id -> "approved" / "denied …"
         self._asking: dict[str, ApprovalControls | ChoiceControls] = {}
         """Open questions to the user, by tool call: answered "no" when the view closes."""
@@ -183,12 +193,27 @@ class LiveTurnView:
         if verdict and call.state == "done":
             title = f"[{call.index}] {call.name} · {verdict} · {call.status}"
         panel.set_title(0, title)
+        (box,) = panel.children
+        self._show_line(call, box)
         if call.state == "done":
-            (box,) = panel.children
             query, *rest = box.children
             query.value = self._query_html(call)  # what ran (re-serialised, limited)
             box.children = (query, *rest, self._result(call))
             panel.selected_index = 0
+
+    def _show_line(self, call: CallView, box: Any) -> None:
+        """The call's own line, under its query, from the moment the tool sends it (a
+        query's cost: before the query runs); a later line replaces it."""
+        if not call.status_line:
+            return
+        shown = status_line_html(call.status_line)
+        line = self._lines.get(call.tool_call_id)
+        if line is None:
+            line = self._lines[call.tool_call_id] = self._widgets.HTML(shown)
+            query, *rest = box.children
+            box.children = (query, line, *rest)
+        elif line.value != shown:
+            line.value = shown
 
     def _shows_chart(self, panel: Any) -> bool:
         """A chart stays unfolded when the next step starts; other steps fold."""

@@ -16,6 +16,7 @@ from relay_nb.views.html import (
     chart_html,
     one_line,
     sql_html,
+    status_line_html,
     table_html,
     turn_html,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "one_line",
     "sql_html",
     "sql_of",
+    "status_line_html",
     "status_of",
     "table_html",
     "turn_html",

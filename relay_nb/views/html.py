@@ -43,6 +43,7 @@ __all__ = [
     "chart_html",
     "one_line",
     "sql_html",
+    "status_line_html",
     "table_html",
     "turn_html",
 ]
@@ -53,6 +54,7 @@ HTML_PREVIEW_ROWS = 20
 MUTED_COLOR = "var(--jp-ui-font-color2,#616161)"
 ERROR_COLOR = "var(--jp-error-color1,#d32f2f)"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_AMOUNT = re.compile(r"\$[0-9][0-9,.]*")
 _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
     ".relay-turn details{margin:4px 0;border-left:3px solid var(--jp-border-color1,#8aa);"
@@ -101,6 +103,8 @@ def _call_html(call: CallView, max_rows: int, *, opened: bool) -> str:
         body.append(f'<div class="relay-asked">{html.escape(call.asked)}</div>')
     elif call.query:
         body.append(sql_html(call.readable_query()))
+    if call.status_line:
+        body.append(status_line_html(call.status_line))
     if call.is_error:
         body.append(f'<pre class="relay-error">{html.escape(call.content)}</pre>')
     elif call.frame is not None:
@@ -112,6 +116,21 @@ def _call_html(call: CallView, max_rows: int, *, opened: bool) -> str:
         body.append(f"<pre>{html.escape(call.content)}</pre>")
     unfolded = " open" if opened else ""
     return f"<details{unfolded}><summary>{summary}</summary>{''.join(body)}</details>"
+
+
+def status_line_html(line: str) -> str:
+    """A call's own line (a query's cost before it ran), escaped, kept from math typesetting.
+
+    JupyterLab typesets the text between two ``$`` of an HTML output as TeX, so
+    ``$0.004 model · ≈ 1.2 GB scanned (≈ $0.0075`` would come out as one italic formula. The
+    line's element carries MathJax's ignore classes (``mathjax_ignore``; ``tex2jax_ignore``
+    for MathJax 2 and 3), and each amount is an element of its own, so no two ``$`` share a
+    run of text for a typesetter that knows neither class."""
+    shown = _AMOUNT.sub(lambda m: f"<span>{m.group()}</span>", html.escape(line))
+    return (
+        f'<div class="relay-status mathjax_ignore tex2jax_ignore" style="color:{MUTED_COLOR}">'
+        f"{shown}</div>"
+    )
 
 
 def table_html(frame: Any, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:

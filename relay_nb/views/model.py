@@ -54,9 +54,13 @@ class CallView(BaseModel):
     artifact: Any = None
     """What stays local: a ``QueryResult`` with its DataFrame, a chart's PNG."""
     elapsed_ms: float = 0.0
+    status_line: str = ""
+    """The call's own line, sent while it ran (``tool_status``): a query's cost before it
+    ran — ``≈ $0.004 model · ≈ 1.2 GB scanned (≈ $0.0075 at your price)``. Kept after it
+    ends; empty for a call that sent none."""
 
     @classmethod
-    def of(cls, index: int, outcome: ToolOutcome) -> CallView:
+    def of(cls, index: int, outcome: ToolOutcome, status_line: str = "") -> CallView:
         return cls(
             index=index,
             tool_call_id=outcome.tool_call_id,
@@ -67,16 +71,18 @@ class CallView(BaseModel):
             content=outcome.content,
             artifact=outcome.artifact,
             elapsed_ms=outcome.elapsed_ms,
+            status_line=status_line,
         )
 
     @property
     def status(self) -> str:
-        """How the call stands or ended: running, waiting, error, a row count, ok."""
+        """How the call stands or ended: running, waiting, error, a row count, ok (with the
+        estimate beside it only where the call's :attr:`status_line` does not show it already)."""
         if self.state == "running":
             return "running…"
         if self.state == "awaiting_approval":
             return "waiting for your approval"
-        return "error" if self.is_error else status_of(self.artifact)
+        return "error" if self.is_error else status_of(self.artifact, estimate=not self.status_line)
 
     @property
     def title(self) -> str:
@@ -155,10 +161,15 @@ class TurnView(BaseModel):
 
     @classmethod
     def of(cls, turn: TurnResult) -> TurnView:
-        """The finished turn: its calls from its results, its ending from the result."""
+        """The finished turn: its calls from its results (each with the last line it sent
+        while it ran), its ending from the result."""
+        lines = {e.tool_call_id: e.status for e in turn.events if e.type == "tool_status"}
         return cls(
             question=turn.question,
-            calls=[CallView.of(i, outcome) for i, outcome in enumerate(turn.tool_results, 1)],
+            calls=[
+                CallView.of(i, outcome, lines.get(outcome.tool_call_id, ""))
+                for i, outcome in enumerate(turn.tool_results, 1)
+            ],
             answer=turn.answer,
             finish_reason=turn.finish_reason,
             error=next((e.message for e in reversed(turn.events) if e.type == "error"), None),
@@ -224,6 +235,12 @@ class TurnView(BaseModel):
             call.state = "awaiting_approval"
         reason = getattr(event, "reason", "")
         self.phase = f"{event.name} needs your approval" + (f": {reason}" if reason else "")
+        return call
+
+    def _on_tool_status(self, event: Any) -> CallView | None:
+        call = self.call(event.tool_call_id)
+        if call is not None:
+            call.status_line = event.status
         return call
 
     def _on_tool_result(self, event: Any) -> CallView:
@@ -309,9 +326,10 @@ def describe_usage(
     return " · ".join(parts)
 
 
-def status_of(artifact: Any) -> str:
+def status_of(artifact: Any, *, estimate: bool = True) -> str:
     """A result's row count (and whether more exist), and the engine's estimate of what it
-    scanned when the connector asked first (its preflight); or ``ok``."""
+    scanned when the connector asked first (its preflight; not with ``estimate=False``: the
+    call's cost line shows it); or ``ok``."""
     rows = getattr(artifact, "row_count", None)
     if rows is None:
         return "ok"
@@ -319,8 +337,8 @@ def status_of(artifact: Any) -> str:
     if getattr(artifact, "truncated", False):
         bytes_ = getattr(artifact, "limit", "rows") == "bytes"
         more = " (stopped at the byte limit)" if bytes_ else " (more exist)"
-    estimate = getattr(artifact, "estimate", None)
-    planned = f" · estimated {estimate.brief()}" if estimate is not None else ""
+    estimated = getattr(artifact, "estimate", None) if estimate else None
+    planned = f" · estimated {estimated.brief()}" if estimated is not None else ""
     return f"{rows:,} row{'s' if rows != 1 else ''}{more}{planned}"
 
 

@@ -4,8 +4,8 @@ A mapping of the turn view-model (:mod:`relay_nb.views.model`), below the notebo
 and the CLI, which may not import each other. Deterministic
 so that nbval can compare a re-executed notebook with the saved one, and a diff of two runs
 shows what changed in the *answer*: no turn ids, no timings, no paths. What stays: the
-question, each tool call with its SQL and how it ended, the first rows of each result, the
-answer, and what the turn cost.
+question, each tool call with its SQL, the line it showed while it ran (a query's cost before
+it ran) and how it ended, the first rows of each result, the answer, and what the turn cost.
 
 Plain text is not inert everywhere it is shown: a terminal (the CLI, ``jupyter console``)
 acts on control sequences, so a row or an answer carrying ``ESC ] 8 ;; URL`` would print a
@@ -84,6 +84,8 @@ def _call_lines(
         sql = format_sql(sql)
     if sql:
         lines += ["    " + line for line in sql.strip().splitlines()]
+    if call.status_line:  # what it said while it ran: a query's cost, before it ran
+        lines.append("    " + _one_line(call.status_line))
     if call.is_error:
         lines.append("    " + _one_line(call.content))
     elif call.frame is not None and preview_rows > 0:

@@ -635,3 +635,54 @@ async def test_a_tool_asking_for_approval_while_running_waits_outside_its_time_b
         "q", TurnServices(runtime=runtime, tools=[stuck], approver=lambda r: True)
     )
     assert result.tool_results[0].failure == "timeout"
+
+
+async def test_a_running_tool_s_status_line_comes_before_its_result_from_any_thread() -> None:
+    """``report_status`` from a handler: a ``tool_status`` event on the call, before its
+    ``tool_result`` — from the event loop (an async tool) and from a worker thread (a sync
+    tool's) alike; ``model_spend`` is the turn's priced calls so far. Outside a turn the
+    line goes nowhere and there is no spend."""
+    from relay_nb.tools import model_spend, report_status
+
+    report_status("nobody listens")  # outside a turn: nothing happens
+    assert model_spend() is None
+    seen: list[object] = []
+
+    async def on_loop(arguments) -> str:
+        seen.append(model_spend())
+        report_status("from\nthe   loop")  # one line, whatever the tool wrote
+        return "ok"
+
+    def in_a_thread(name: str) -> str:
+        """Reports from a worker thread."""
+        report_status(f"from a thread: {name}" + "!" * 400)  # bounded
+        return "ok"
+
+    from pydantic import BaseModel
+
+    class Empty(BaseModel):
+        pass
+
+    tools = [Tool("looped", "Reports.", Empty, on_loop), Tool.from_function(in_a_thread)]
+    runtime = ScriptedRuntime(
+        [
+            {
+                "tool_calls": [
+                    {"name": "looped", "input": {}, "id": "a"},
+                    {"name": "in_a_thread", "input": {"name": "x"}, "id": "b"},
+                ],
+                "usage": {"input_tokens": 1000, "output_tokens": 1000},
+            },
+            {"text": "done"},
+        ]
+    )
+    accountant = Accountant(prices=PRICES)
+    result = await run_turn("q", TurnServices(runtime=runtime, tools=tools, accountant=accountant))
+    statuses = {e.tool_call_id: e.status for e in result.events if e.type == "tool_status"}
+    assert statuses["a"] == "from the loop"
+    assert statuses["b"].startswith("from a thread: x!") and len(statuses["b"]) == 300
+    order = [(e.type, getattr(e, "tool_call_id", "")) for e in result.events]
+    for call_id in ("a", "b"):
+        assert order.index(("tool_status", call_id)) < order.index(("tool_result", call_id))
+    (spend,) = seen  # $1 per 1,000 tokens: the call that asked for the tools cost $2
+    assert spend.cost_usd == pytest.approx(2.0) and spend.simulated and not spend.estimated

@@ -165,10 +165,11 @@ def test_postgres_over_the_threshold_waits_for_the_analyst(pg_urls) -> None:
         assert "not run" in refused.content and "above the " in refused.content
         assert "filter on partition or date columns" in refused.content
         (request,) = asked  # the small query ran without asking
-        assert (
-            request.name == "query_shop"
-            and "scanned (PostgreSQL EXPLAIN), above the" in request.reason
-        )
+        # the person reads the step's cost line (tests/connectors/test_preflight_line.py),
+        # the threshold it passes, and where the figures come from
+        (line, _small) = [e.status for e in result.events if e.type == "tool_status"]
+        assert request.name == "query_shop" and request.reason.startswith(f"{line}: above the ")
+        assert request.reason.endswith("'shop' runs unasked (PostgreSQL EXPLAIN)")
         waiting = [e for e in result.events if e.type == "tool_awaiting_approval"]
         assert [e.reason for e in waiting] == [request.reason]
         assert not ran.is_error and ran.artifact.estimate.bytes_scanned == small
