@@ -6,7 +6,8 @@ Each query runs with an allowlist built from its own tables (``scripts/world_cor
 refusal the guard makes today is listed, with its rule, in ``expected_refusals.yaml``; this
 test fails on a refusal not listed there, on a listed one that now passes (so the list stays
 true: shrink it, or run ``scripts/world_corpus expect``), and on a crash not listed (an
-exception other than UnsafeQueryError is a bug; a listed crash says so in its ``why``).
+exception other than UnsafeQueryError is a bug), and on a refusal whose ``doc`` is not a row
+of "What the guard refuses, and why" in ``docs/engines/index.md``.
 Offline: the corpus is in the repository; the whole file takes a few seconds.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,4 +88,21 @@ def test_expectations_name_only_known_families() -> None:
     assert set(EXPECTED) <= set(harness.FAMILIES)
     for entries in EXPECTED.values():
         for entry in entries or ():
-            assert {"source", "rule", "why"} <= entry.keys()
+            assert {"source", "rule", "doc"} <= entry.keys()
+
+
+DOCUMENTED_IDS = set(
+    re.findall(r"^\| `([a-z-]+)` \|", (ROOT / "docs/engines/index.md").read_text("utf-8"), re.M)
+)
+
+
+def test_every_refusal_is_a_documented_one() -> None:
+    """Each refusal names its row in docs/engines/index.md; none is unexplained or a crash."""
+    assert {doc for doc, _, _ in harness.DOCUMENTED} <= DOCUMENTED_IDS
+    unexplained = [
+        f"{family} {e['source']}: {e['rule']} ({e['doc']})"
+        for family, entries in EXPECTED.items()
+        for e in entries or ()
+        if e["doc"] not in DOCUMENTED_IDS
+    ]
+    assert not unexplained, "\n".join(unexplained)
