@@ -98,6 +98,16 @@ def test_another_catalogs_table_is_refused(dialect: str, sql: str, allowed, defa
     assert error.rule == "table_not_allowed" and "is not a table you may read" in error.message
 
 
+@pytest.mark.parametrize(
+    "sql",
+    ['SELECT * FROM "SHARED.PUBLIC".RATES', 'SELECT * FROM "SHARED.PUBLIC"."RATES"'],
+)
+def test_a_dotted_name_cannot_pass_for_another_catalogs_schema(sql: str) -> None:
+    allowed = {("PUBLIC", "ORDERS"), ("SHARED.PUBLIC", "RATES")}
+    error = refused(sql, "snowflake", allowed, "PUBLIC", catalog="ANALYTICS")
+    assert error.rule == "table_not_allowed" and "no dot" in error.message
+
+
 # -- BigQuery wildcard tables ---------------------------------------------------------------
 
 SHARDS = {("ga4", "events_20240101"), ("ga4", "events_20240102"), ("ga4", "users")}

@@ -349,6 +349,8 @@ def _resolve_table(table: exp.Table, resolver: _Resolver) -> str:
     schema = identifier_key(db, strategy) if isinstance(db, exp.Identifier) and db.name else None
     if db is not None and schema is None and not _empty_schema(db, table):
         guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
+    if schema is not None and "." in schema:  # would pass for another catalog's schema
+        guard_text.refuse("table_not_allowed", "a schema's name has no dot in it; name it plainly")
     catalog = _catalog_part(table, resolver)
     if catalog is not None:  # a schema of another catalog: named "catalog.schema" when allowed
         schema = f"{catalog}.{schema if schema is not None else ''}"
@@ -388,7 +390,11 @@ def _catalog_part(table: exp.Table, resolver: _Resolver) -> str | None:
     if not isinstance(part, exp.Identifier) or not part.name:
         guard_text.refuse("table_not_allowed", "name tables plainly (schema.table or table)")
     key = identifier_key(part, resolver.strategy)
-    return None if key == resolver.catalog else key
+    if key == resolver.catalog:  # BigQuery's domain-scoped projects: `example.com:project`
+        return None
+    if "." in key:
+        guard_text.refuse("table_not_allowed", "a catalog's name has no dot in it; name it plainly")
+    return key
 
 
 def _resolve_wildcard(name: str, schema: str | None, resolver: _Resolver) -> str:
