@@ -182,6 +182,7 @@ _KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("literal", exp.Literal),
     ("transform", exp.QueryTransform),
     ("rows_table", exp.TableFromRows),
+    ("membership", exp.In),
 )
 
 

@@ -7,6 +7,8 @@
 - ``url()``, ``file()``, ``s3()``, ``remote()``, ``executable()`` and their kin are refused by
   the shared file rules; ``SETTINGS`` (which can lift the statement's limits) and ``FORMAT``
   by the shared clause rules; ``INTO OUTFILE`` as ``SELECT … INTO``.
+- ``x IN users`` reads the table ``users``: the name is checked as a table
+  (:func:`tables_after_in`).
 - ``numbers(n)`` may make rows in ``FROM``, up to 10M of them (:func:`bound_numbers`).
 - ``LIMIT n BY cols`` (at most n rows per group) is no row cap: the guard caps the whole
   result around it (see :func:`relay_nb.sql.guard.limit.wrap_uncounted_limit`);
@@ -21,7 +23,7 @@ from relay_nb.sql.guard import rules as shared
 from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
 
-__all__ = ["ClickHousePolicy", "bound_numbers"]
+__all__ = ["ClickHousePolicy", "bound_numbers", "tables_after_in"]
 
 _MAP_AGGREGATES = frozenset({"summap", "minmap", "maxmap"})
 """Documented aggregates that system.functions does not list (sum, min, max with -Map)."""
@@ -56,13 +58,28 @@ def bound_numbers(node: exp.Expr, policy: type[GuardPolicy], found: Findings) ->
         )
 
 
+def tables_after_in(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """``x IN users`` (no parentheses): ClickHouse reads the table ``users`` (or a set of that
+    name); the name is checked against the allowlist as a table, like one in ``FROM``."""
+    name = node.args.get("field")
+    if isinstance(name, exp.Column) and isinstance(name.this, exp.Identifier):
+        db = name.args.get("table")
+        found.tables.append(exp.Table(this=name.this.copy(), db=db.copy() if db else None))
+    elif name is not None and not isinstance(name, exp.Subquery | exp.Tuple | exp.Paren):
+        found.add(2, "table_not_allowed", "write x IN (…) with a list or a subquery")
+
+
 class ClickHousePolicy(PlainReadPolicy):
     name = "clickhouse"
     dialects = ("clickhouse",)
     known_functions = _KNOWN
     table_functions = shared.COMMON_TABLE_FUNCTIONS | _ROW_MAKERS
     per_group_limit = True
-    rules = (*PlainReadPolicy.rules, ("function", bound_numbers))
+    rules = (
+        *PlainReadPolicy.rules,
+        ("function", bound_numbers),
+        ("membership", tables_after_in),
+    )
 
     @classmethod
     def knows(cls, name: str) -> bool:
