@@ -59,9 +59,13 @@ def bound_numbers(node: exp.Expr, policy: type[GuardPolicy], found: Findings) ->
 
 
 def tables_after_in(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
-    """``x IN users`` (no parentheses): ClickHouse reads the table ``users`` (or a set of that
-    name); the name is checked against the allowlist as a table, like one in ``FROM``."""
+    """``x IN users`` and ``x IN (users)``: ClickHouse reads the table ``users`` (when no
+    column has that name; the guard cannot know the columns); the name is checked against
+    the allowlist as a table, like one in ``FROM``."""
     name = node.args.get("field")
+    listed = node.expressions
+    if name is None and len(listed) == 1 and isinstance(listed[0], exp.Column):
+        name = listed[0]
     if isinstance(name, exp.Column) and isinstance(name.this, exp.Identifier):
         db = name.args.get("table")
         found.tables.append(exp.Table(this=name.this.copy(), db=db.copy() if db else None))
