@@ -83,7 +83,7 @@ def test_the_estimate_is_priced_and_compared_with_each_threshold() -> None:
 
 
 def test_an_engine_without_an_estimate_refuses_the_options(sqlite_shop: Path) -> None:
-    with pytest.raises(ConfigurationError, match="PostgreSQL, DuckDB and Spark"):
+    with pytest.raises(ConfigurationError, match="PostgreSQL, DuckDB, BigQuery, Snowflake, Trino"):
         SQLConnector("shop", f"sqlite:///{sqlite_shop}", approve_above="1GB")
 
 

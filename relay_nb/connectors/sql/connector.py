@@ -161,7 +161,7 @@ class SQLConnector(GuardedSQLConnector):
                     raise ConfigurationError(
                         f"{self.engine.dialect.name} gives relay_nb no cost estimate yet; the "
                         "preflight (approve_above, approve_above_rows, price_per_tb) works on "
-                        "PostgreSQL, DuckDB and Spark"
+                        "PostgreSQL, DuckDB, BigQuery, Snowflake, Trino, ClickHouse and Spark"
                     )
                 self.preflight.check_figures(figures, self.engine.dialect.name)
             except ConfigurationError:
