@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from relay_nb.agent.approval import ApprovalRequest
 from relay_nb.agent.loop import TurnResult, run_turn
 from relay_nb.agent.services import TurnServices
-from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
+from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly, cost_line
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.readonly import build_engine
@@ -120,6 +120,11 @@ def test_bigquery_dry_runs_the_guarded_query_and_runs_nothing_before_approval(bi
         result = turn_of(connector, deny, BIG, SMALL)
         refused, ran = result.tool_results
         assert refused.failure == "denied" and "above the 1 GB" in refused.content
+        # before each query ran, its step showed one line with both costs
+        kinds = [e.type for e in result.events if e.type in ("tool_status", "tool_result")]
+        assert kinds == ["tool_status", "tool_result", "tool_status", "tool_result"]
+        first = next(e.status for e in result.events if e.type == "tool_status")
+        assert first == "model cost unknown · ≈ 3.2 GB scanned (≈ $0.02 at your price)"
         (request,) = asked  # the small query ran without asking
         assert "3.2 GB scanned" in request.reason and "(BigQuery dry run)" in request.reason
         assert not ran.is_error and list(ran.artifact.df["name"]) == ["Ada", "Grace"]
@@ -194,6 +199,24 @@ def test_snowflake_reads_the_bytes_of_the_partitions_left_and_runs_nothing(snowf
     small = estimate(engine, guarded(SMALL, "snowflake"))
     assert small is not None and small.bytes_scanned == CUSTOMERS.bytes
     assert gate(preflight, small) is None  # under the threshold: it may run
+
+
+def test_the_line_before_a_query_reads_the_same_on_every_warehouse(snowflake, trino) -> None:
+    """The line's scan part from each warehouse's own estimate (the model part comes from
+    the turn; BigQuery's and ClickHouse's whole line is checked in a turn)."""
+    priced = Preflight.from_options(None, "1GB", None, 6.25)
+    sf_stub, sf_engine = snowflake
+    trino_stub, trino_engine = trino
+    lines = {
+        name: cost_line(priced.priced(estimate(engine, guarded(BIG, dialect))), None)
+        for name, engine, dialect in (
+            ("snowflake", sf_engine, "snowflake"),
+            ("trino", trino_engine, "trino"),
+        )
+    }
+    assert lines["snowflake"].startswith("≈ ") and "GB scanned (≈ $" in lines["snowflake"]
+    assert lines["trino"].startswith("≈ ") and "scanned (≈ $" in lines["trino"]
+    assert all("at your price)" in line for line in lines.values())
 
 
 def test_snowflake_gives_bytes_so_only_a_byte_threshold_is_taken(snowflake) -> None:
