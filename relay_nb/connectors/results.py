@@ -365,8 +365,9 @@ def csv_text(frame: pd.DataFrame) -> str:
     Columns of text, integers, booleans and float64 are written from their Python values by
     the ``csv`` module: pandas' ``to_csv`` costs ~0.7 ms even for a few rows (~1 ms with
     arrow-backed strings, whose conversion releases and retakes the GIL: under ``ask_many``
-    that wait is paid on the event loop's thread). Any other dtype (dates, categories,
-    nullable numbers) keeps pandas' own formatting.
+    that wait is paid on the event loop's thread), and so are the nullable Int64 and UInt64
+    of integers with NULLs. Any other dtype (dates, categories, other nullable numbers)
+    keeps pandas' own formatting.
     """
     cells = _plain_cells(frame)
     buffer = io.StringIO()
@@ -395,6 +396,8 @@ def _plain_cells(frame: pd.DataFrame) -> list[list[str]] | None:
             columns.append([v if type(v) is str else "" for v in values])
         elif dtype.kind in "iub" and isinstance(dtype, np.dtype):
             columns.append([str(v) for v in values])
+        elif isinstance(dtype, pd.Int64Dtype | pd.UInt64Dtype):  # build_frame's NULL integers
+            columns.append(["" if v is pd.NA else str(v) for v in values])
         elif dtype == np.dtype("float64"):
             columns.append([short_float(v) if v == v else "" for v in values])
         else:
