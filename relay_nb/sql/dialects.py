@@ -40,6 +40,7 @@ _SQLALCHEMY_TO_SQLGLOT = {
     "presto": "presto",
     "databricks": "databricks",
     "clickhouse": "clickhouse",
+    "chdb": "clickhouse",  # chDB: ClickHouse embedded in the process (chdb-sqlalchemy)
     "hive": "hive",
     "awsathena": "athena",
 }

@@ -189,3 +189,14 @@ def test_a_restricted_catalog_has_no_complete_schema(duckdb_shop: Path) -> None:
         assert shop.catalog.complete_schemas == ()
     finally:
         relay.close()
+
+
+@pytest.mark.parametrize("allowed", [None, {"orders"}, ["public.orders"], "orders", [("a",)]])
+def test_an_allowlist_of_the_wrong_shape_says_so(allowed) -> None:
+    from relay_nb.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"\(schema, table\) pairs"):
+        guard_query(
+            "SELECT 1 FROM orders", dialect="postgres", allowed_tables=allowed,
+            default_schema="public", row_limit=10,
+        )  # fmt: skip

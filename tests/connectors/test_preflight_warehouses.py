@@ -205,8 +205,8 @@ def test_the_line_before_a_query_reads_the_same_on_every_warehouse(snowflake, tr
     """The line's scan part from each warehouse's own estimate (the model part comes from
     the turn; BigQuery's and ClickHouse's whole line is checked in a turn)."""
     priced = Preflight.from_options(None, "1GB", None, 6.25)
-    sf_stub, sf_engine = snowflake
-    trino_stub, trino_engine = trino
+    _, sf_engine = snowflake
+    _, trino_engine = trino
     lines = {
         name: cost_line(priced.priced(estimate(engine, guarded(BIG, dialect))), None)
         for name, engine, dialect in (

@@ -29,6 +29,7 @@ from relay_nb.connectors.bounds import (
 from relay_nb.connectors.guarded import GuardedSQLConnector
 from relay_nb.connectors.preflight import Estimate, Preflight
 from relay_nb.connectors.results import QueryResult
+from relay_nb.connectors.sql.chdb_session import ONE_PATH
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.fetch import driver_message, is_oversized, is_server_timeout
 from relay_nb.connectors.sql.introspect import fingerprint, introspect
@@ -449,7 +450,9 @@ class SQLConnector(GuardedSQLConnector):
                 "it did not finish; the server may have stopped or restarted. Check that the "
                 "database is up, then ask again"
             )
-        if self.policy.embedded:
+        if self.engine.dialect.name == "chdb":
+            check = f"the database directory exists and is readable ({ONE_PATH})"
+        elif self.policy.embedded:
             check = "the database file exists and is readable"
         else:
             check = "the database server is running and reachable"

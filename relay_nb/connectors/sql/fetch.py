@@ -18,6 +18,10 @@ own means:
   the values a query can build (the value-size rule).
 - **DuckDB and other drivers**: rows fetched in small batches; DuckDB computes in the
   kernel, so its values are bounded before they exist, by the guard's size rule.
+- **chDB** (ClickHouse in the kernel): its DB-API cursor reads the whole result at once, so
+  the engine bounds it first — ``max_result_rows`` and ``max_result_bytes`` (the result's
+  limit plus :data:`WIRE_SLACK_BYTES`) with ``result_overflow_mode = 'break'``, set on the
+  statement's session in readonly.py — and the budget keeps and clips within that.
 
 When the budget is spent mid-result on a server, the caller cancels the statement and
 discards the connection (:attr:`FetchOutcome.stopped`).
@@ -266,14 +270,17 @@ def is_oversized(exc: BaseException) -> bool:
 _MAX_DRIVER_MESSAGE = 400
 _SERVER_TIMEOUT_CODES = {3024, 1969}  # MySQL max_execution_time, MariaDB max_statement_time
 _SERVER_TIMEOUT_SQLSTATE = "57014"  # PostgreSQL query_canceled (statement_timeout)
+_CLICKHOUSE_TIMEOUT = "(TIMEOUT_EXCEEDED)"  # ClickHouse max_execution_time (code 159)
 
 
 def is_server_timeout(exc: BaseException) -> bool:
-    """The server's own statement timeout (PostgreSQL, MySQL, MariaDB), which may fire
-    before relay_nb's timer: the same meaning, so the same message."""
+    """The server's own statement timeout (PostgreSQL, MySQL, MariaDB, ClickHouse), which may
+    fire before relay_nb's timer: the same meaning, so the same message."""
     original = getattr(exc, "orig", None) or exc
     if getattr(original, "sqlstate", None) == _SERVER_TIMEOUT_SQLSTATE:
         return "timeout" in str(original).lower()
+    if _CLICKHOUSE_TIMEOUT in str(original):
+        return True
     args = getattr(original, "args", ())
     return bool(args) and args[0] in _SERVER_TIMEOUT_CODES
 

@@ -16,6 +16,10 @@ write. Every dialect gets the strongest read-only mode its driver offers:
   how SQL text is read (``NO_BACKSLASH_ESCAPES``, ``ANSI_QUOTES``…) off during the call;
   cancelled with ``KILL QUERY``.
 - DuckDB: ``read_only`` with external access disabled and the configuration locked.
+- chDB (ClickHouse in the kernel): each statement on a connection of its own, bounded in time,
+  rows and bytes and then made ``readonly = 1`` (which refuses writes, outside-reaching table
+  functions and any later change of a setting), discarded after the statement; cancelled with
+  ``KILL QUERY`` (:mod:`relay_nb.connectors.sql.chdb_session`).
 
 Every call ends in a rollback; a connection whose rollback fails is discarded. What a
 rollback does not undo is undone too, so no query can leave state for the next one: the
@@ -54,7 +58,8 @@ from relay_nb.connectors.bounds import (
     DEFAULT_MAX_VALUE_BYTES,
     ResultBudget,
 )
-from relay_nb.connectors.sql.fetch import fetch_rows
+from relay_nb.connectors.sql import chdb_session
+from relay_nb.connectors.sql.fetch import WIRE_SLACK_BYTES, fetch_rows
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import redact_url
 
@@ -190,22 +195,46 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
         connect_args = {"config": config}
         if database != ":memory:":
             connect_args["read_only"] = True
+    elif backend == "chdb":
+        _check_chdb_url(url)
     elif backend == "postgresql":
         connect_args = {"options": "-c default_transaction_read_only=on"}
         if "connect_timeout" not in url.query:
             # libpq waits for the OS (minutes) on an unreachable host; say so within seconds
             connect_args["connect_timeout"] = _PG_CONNECT_TIMEOUT_S
     try:
-        engine = create_engine(url, connect_args=connect_args, pool_pre_ping=backend != "sqlite")
+        # an embedded engine has no connection that dies between two uses: no ping
+        ping = backend not in ("sqlite", "chdb")
+        engine = create_engine(url, connect_args=connect_args, pool_pre_ping=ping)
     except ModuleNotFoundError as exc:
         raise ConfigurationError(_missing_driver(url, exc.name or "")) from None
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_on_connect)
+    elif backend == "chdb":
+        chdb_session.discard_after_errors(engine)
     return engine
 
 
+def _check_chdb_url(url: URL) -> None:
+    """relay_nb makes each statement's session read-only after bounding it; a connection made
+    read-only by the URL could not be bounded, and no statement would run."""
+    settings = url.query.get("settings", ())
+    named = [settings] if isinstance(settings, str) else list(settings)
+    if "readonly" in url.query or any(s.split("=", 1)[0].strip() == "readonly" for s in named):
+        raise ConfigurationError(
+            "leave readonly out of the chdb:// URL: relay_nb sets readonly = 1 itself, on each "
+            "statement's session, after the statement's time and size bounds"
+        )
+
+
 _PG_CONNECT_TIMEOUT_S = 10
-_EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "duckdb": "duckdb"}
+_EXTRAS = {
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "duckdb": "duckdb",
+    "chdb": "chdb",
+}
 _SUGGESTED = {
     "postgresql": "postgresql+psycopg://USER@HOST/DB",
     "mysql": "mysql+pymysql://USER@HOST/DB",
@@ -298,15 +327,18 @@ def run_read_only(
     cancel = cancel or CancelHandle()
     budget = budget or ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES)
     backend = engine.dialect.name
-    raw = _checkout(engine)
+    raw = _checkout_statement(engine, backend)
     timer: Deadline | None = None
     started = time.perf_counter()
     clean = False
     stopped = False
+    marker = ""
+    if backend == "chdb":
+        marker, sql = chdb_session.marked(sql)
     try:
         driver_conn = raw.driver_connection
-        _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path, budget)
-        cancel.arm(_canceller(backend, engine, driver_conn, raw))
+        _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path, budget, max_rows)
+        cancel.arm(_canceller(backend, engine, driver_conn, raw, marker))
         timer = after(timeout_s, lambda: cancel.cancel(reason="timeout"))
         try:
             if cancel.cancelled:  # a cancel that came before the statement: never start it
@@ -331,7 +363,12 @@ def run_read_only(
         cancel.disarm()  # also when the statement never started: no cancel outlives the call
         if timer is not None:
             timer.cancel()
-        discard = cancel.fired or stopped or (not clean and backend in ("mysql", "mariadb"))
+        discard = (
+            cancel.fired
+            or stopped
+            or (not clean and backend in ("mysql", "mariadb"))
+            or backend == "chdb"  # read-only for good (and chdb_session's cursor fault)
+        )
         _end(backend, engine, raw, discard=discard, reset_session=reset_session)
 
 
@@ -339,6 +376,22 @@ def open_connection(engine: Engine) -> Connection:
     """``engine.connect()``, or :class:`DatabaseUnavailable` saying why there is none (for
     the catalog reads that go through SQLAlchemy rather than :func:`run_read_only`)."""
     return _opened(engine.connect)
+
+
+def _checkout_statement(engine: Engine, backend: str) -> Any:
+    """The connection a statement runs on. chDB's is discarded after it, and chDB stops its
+    engine when its last connection closes: a pooled connection is held with it (closed in
+    :func:`_end`), so the engine outlives it."""
+    if backend != "chdb":
+        return _checkout(engine)
+    anchor = _checkout(engine)
+    try:
+        raw = _checkout(engine)
+    except BaseException:
+        anchor.close()
+        raise
+    raw.info["relay_anchor"] = anchor
+    return raw
 
 
 def _checkout(engine: Engine) -> Any:
@@ -376,10 +429,22 @@ def _begin_read_only(
     cancel: CancelHandle,
     search_path: str | None,
     budget: ResultBudget,
+    max_rows: int,
 ) -> None:
     cursor = raw.cursor()
     try:
-        if backend == "postgresql":
+        if backend == "chdb":
+            # the engine's own ceiling on what a result may bring into the kernel; the
+            # budget then keeps, clips and notes within it as for every engine
+            read_only = chdb_session.begin(
+                cursor,
+                timeout_s=timeout_s,
+                max_rows=max_rows,
+                max_result_bytes=budget.max_result_bytes + WIRE_SLACK_BYTES,
+            )
+            if not read_only:  # never run unless the engine confirms it
+                raise ReadOnlyNotEnforced("chDB did not confirm readonly = 1")
+        elif backend == "postgresql":
             driver = raw.driver_connection
             if getattr(driver, "autocommit", False):
                 # an AUTOCOMMIT engine would run no transaction to make read-only
@@ -496,7 +561,11 @@ def _pg_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _canceller(backend: str, engine: Engine, driver_conn: Any, raw: Any) -> Callable[[], None]:
+def _canceller(
+    backend: str, engine: Engine, driver_conn: Any, raw: Any, marker: str = ""
+) -> Callable[[], None]:
+    if backend == "chdb":
+        return chdb_session.canceller(engine, marker)
     if backend == "postgresql":
         cancel = getattr(driver_conn, "cancel_safe", None) or driver_conn.cancel
         return lambda: cancel()
@@ -527,6 +596,7 @@ def _end(
     if discard and backend in _SERVERS:
         raw.invalidate()
         return
+    anchor = raw.info.pop("relay_anchor", None)
     try:
         if backend == "duckdb":
             _rollback_duckdb(raw)
@@ -571,6 +641,8 @@ def _end(
         raw.invalidate()
     else:
         raw.close()
+    if anchor is not None:  # after the statement's connection is gone (chDB)
+        anchor.close()
 
 
 def _discard_all(raw: Any) -> None:

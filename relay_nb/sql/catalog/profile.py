@@ -21,8 +21,16 @@ primary and foreign keys (identifiers, not categories), columns named like secre
 (``password``, ``api_key``, ``token``, ``ssn``, ``salt``…), and columns the connector's
 ``profile_exclude`` patterns name. The values of columns about a person (``email``,
 ``phone``, ``first_name``, ``birth_date``…), and values that look like e-mail addresses,
-are never listed. Only the four engines relay_nb introspects natively are profiled; a table
-the budget did not reach, or whose statement failed, simply has no profile.
+are never listed. Only the engines relay_nb introspects natively are profiled (SQLite,
+PostgreSQL, MySQL/MariaDB, DuckDB, ClickHouse); a table the budget did not reach, or whose
+statement failed, simply has no profile.
+
+ClickHouse reads no table whole, ever: its tables run to billions of rows, and a ``MIN``/``MAX``
+over one is a scan of the column, so the exact-bounds statement is not run there — a table
+larger than the sample shows no bounds (never the sample's). Its types are unwrapped
+(``LowCardinality(Nullable(String))`` is text, ``Enum8(…)`` a category whose labels are
+listed, ``DateTime64(3)`` temporal, ``UInt64`` a number; ``Array``, ``Map``, ``Tuple``:
+nothing).
 
 The profile lives on the catalog (:attr:`ColumnInfo.profile`), so it is cached with the schema
 and read again when the schema is (``refresh()``); the renderer shows it
@@ -58,7 +66,7 @@ _TEXT_WORDS = ("char", "text", "string", "clob")
 
 _log = logging.getLogger(__name__)
 
-PROFILED_BACKENDS = frozenset({"sqlite", "postgres", "mysql", "duckdb"})
+PROFILED_BACKENDS = frozenset({"sqlite", "postgres", "mysql", "duckdb", "clickhouse"})
 """sqlglot dialect names whose SQL the statements below are written for."""
 
 _SECRET_WORD = re.compile(
@@ -92,16 +100,26 @@ _TYPE_WORD = re.compile(r"[a-z_0-9]+")
 _TEXT_TYPES = (
     "char", "varchar", "nvarchar", "nchar", "character", "text", "citext", "string", "clob",
     "ntext", "tinytext", "mediumtext", "longtext", "bpchar",
+    # ClickHouse (an enum's values are its labels)
+    "fixedstring", "enum8", "enum16",
 )  # fmt: skip
 _TEMPORAL_TYPES = (
     "date", "datetime", "datetime2", "smalldatetime", "timestamp", "timestamptz", "time",
     "timetz",
+    # ClickHouse
+    "date32", "datetime64",
 )  # fmt: skip
 _NUMBER_TYPES = (
     "int", "integer", "bigint", "smallint", "tinyint", "mediumint", "int2", "int4", "int8",
     "hugeint", "numeric", "decimal", "real", "float", "float4", "float8", "double", "number",
     "money", "smallmoney", "serial", "bigserial",
+    # ClickHouse
+    "int16", "int32", "int64", "int128", "int256", "uint8", "uint16", "uint32", "uint64",
+    "uint128", "uint256", "float32", "float64", "bfloat16", "decimal32", "decimal64",
+    "decimal128", "decimal256",
 )  # fmt: skip
+_WRAPPERS = ("nullable(", "lowcardinality(")
+"""ClickHouse's type wrappers: ``LowCardinality(Nullable(String))`` is profiled as text."""
 _KINDS = {
     **dict.fromkeys(_TEXT_TYPES, "text"),
     **dict.fromkeys(_TEMPORAL_TYPES, "temporal"),
@@ -153,6 +171,8 @@ def column_kind(type_: str) -> str | None:
     lowered = type_.lower()
     if "[]" in lowered or "array" in lowered:
         return None
+    while lowered.startswith(_WRAPPERS):
+        lowered = lowered.split("(", 1)[1]
     words = _TYPE_WORD.findall(lowered)
     return _KINDS.get(words[0]) if words else None
 
@@ -182,8 +202,16 @@ _STATEMENT_TIMEOUT_S = 5.0
 MAX_ROWS = _BATCH * 50
 """The most rows one profiling statement may return (``max_values`` is at most 50); the
 caller fails a statement that returns more, and its batch is split."""
-_CAST = {"mysql": "CHAR"}
-"""The text type each dialect casts to (TEXT elsewhere)."""
+_CAST = {"mysql": "CHAR", "clickhouse": "Nullable(String)"}
+"""The text type each dialect casts to (TEXT elsewhere; ClickHouse's String holds no NULL)."""
+_MIN_MAX = {"clickhouse": ("minOrNull", "maxOrNull")}
+"""The aggregates bounds are read with (MIN and MAX elsewhere; ClickHouse's give 0 and
+1970-01-01 for no rows)."""
+_SAMPLE_BOUNDS_ONLY = frozenset({"clickhouse"})
+"""Dialects whose tables are never read whole: no exact-bounds statement (module docstring)."""
+_ALIASED = frozenset({"clickhouse"})
+"""Dialects that refuse two output columns of one name in a UNION branch (``SELECT 0, 0``):
+every column of a statement gets a name of its own (:meth:`_Statements._select`)."""
 
 
 class _Target(NamedTuple):
@@ -238,6 +266,8 @@ def profile_catalog(
         and int(stats[(t.table, t.position)][0] or 0) >= settings.sample_rows
     ]  # fmt: skip
     exact = {(t.table, t.position): (None, None) for t in partial}
+    if catalog.dialect in _SAMPLE_BOUNDS_ONLY:
+        partial = []
     for table, position, low, high in _run_batches(partial, sql.bounds, run, deadline):
         exact[(int(table), int(position))] = (low, high)
     for key, (low, high) in exact.items():
@@ -301,6 +331,16 @@ class _Statements:
         self.settings = settings
         self.quote = quote
         self.text = _CAST.get(catalog.dialect, "TEXT")
+        self.min, self.max = _MIN_MAX.get(catalog.dialect, ("MIN", "MAX"))
+        self.aliased = catalog.dialect in _ALIASED
+
+    def _select(self, items: list[str]) -> str:
+        """``SELECT`` of ``items``, each named ``_relay_0``, ``_relay_1``… where the dialect
+        needs it (ClickHouse resolves a name to a SELECT alias before a column: the aliases
+        must not be a column's name)."""
+        if self.aliased:
+            items = [f"{item} AS _relay_{index}" for index, item in enumerate(items)]
+        return "SELECT " + ", ".join(items)
 
     def stats(self, batch: list[_Target]) -> str:
         """Per table, one row: its sampled rows, then per column a slot of (position,
@@ -316,19 +356,18 @@ class _Statements:
         none = f"CAST(NULL AS {self.text})"
         branches = []
         for table, targets in tables.items():
-            slots = []
+            items = [str(table), "COUNT(*)"]
             for target in targets:
                 x = self.quote(target.column)
+                position, present = str(target.position), f"COUNT({x})"
                 if target.kind == "text":
-                    slots.append(
-                        f"{target.position}, COUNT({x}), COUNT(DISTINCT {x}), {none}, {none}"
-                    )
+                    items += [position, present, f"COUNT(DISTINCT {x})", none, none]
                 else:
-                    low, high = (f"CAST({f}({x}) AS {self.text})" for f in ("MIN", "MAX"))
-                    slots.append(f"{target.position}, COUNT({x}), 0, {low}, {high}")
-            slots += [f"-1, 0, 0, {none}, {none}"] * (width - len(targets))
+                    low, high = (f"CAST({f}({x}) AS {self.text})" for f in (self.min, self.max))
+                    items += [position, present, "0", low, high]
+            items += ["-1", "0", "0", none, none] * (width - len(targets))
             source = self._sample(targets[0], [t.column for t in targets])
-            branches.append(f"SELECT {table}, COUNT(*), {', '.join(slots)} FROM {source}")
+            branches.append(f"{self._select(items)} FROM {source}")
         return " UNION ALL ".join(branches)
 
     def values(self, batch: list[_Target]) -> str:
@@ -336,9 +375,10 @@ class _Statements:
         branches = []
         for target in batch:
             x = self.quote(target.column)
+            items = [str(target.table), str(target.position), f"CAST({x} AS {self.text})"]
             branches.append(
-                f"SELECT {target.table}, {target.position}, CAST({x} AS {self.text}), "
-                f"COUNT(*) FROM {self._sample(target)} WHERE {x} IS NOT NULL GROUP BY {x}"
+                f"{self._select([*items, 'COUNT(*)'])} FROM {self._sample(target)} "
+                f"WHERE {x} IS NOT NULL GROUP BY {x}"
             )
         return " UNION ALL ".join(branches)
 
@@ -347,10 +387,13 @@ class _Statements:
         branches = []
         for target in batch:
             x = self.quote(target.column)
-            branches.append(
-                f"SELECT {target.table}, {target.position}, CAST(MIN({x}) AS {self.text}), "
-                f"CAST(MAX({x}) AS {self.text}) FROM {self._name(target)}"
-            )
+            items = [
+                str(target.table),
+                str(target.position),
+                f"CAST({self.min}({x}) AS {self.text})",
+                f"CAST({self.max}({x}) AS {self.text})",
+            ]
+            branches.append(f"{self._select(items)} FROM {self._name(target)}")
         return " UNION ALL ".join(branches)
 
     def _name(self, target: _Target) -> str:

@@ -280,6 +280,8 @@ def _allowlist(
     for every query of that catalog) is folded once and remembered."""
     if isinstance(pairs, frozenset):
         return _folded(pairs, strategy)
+    if pairs is None or not isinstance(pairs, Collection):
+        raise ConfigurationError("allowed_tables takes (schema, table) pairs, not None")
     return _fold_pairs(pairs, strategy)
 
 
@@ -293,6 +295,13 @@ def _folded(
 def _fold_pairs(
     pairs: Collection[tuple[str | None, str]], strategy: NormalizationStrategy
 ) -> frozenset[tuple[str | None, str]]:
+    if isinstance(pairs, str | bytes) or not all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[1], str) for p in pairs
+    ):
+        raise ConfigurationError(
+            "allowed_tables takes (schema, table) pairs, e.g. {('public', 'orders')}; "
+            "schema None where the database has none"
+        )
     return frozenset(
         (_schema_key(s, strategy) if s else None, _catalog_key(t, strategy)) for s, t in pairs
     )

@@ -57,9 +57,14 @@ def schema_fingerprint(
 
 
 def is_system_schema(name: str, dialect: str) -> bool:
-    """True for catalog schemas (PostgreSQL also reserves every ``pg_`` prefix)."""
+    """True for catalog schemas (PostgreSQL also reserves every ``pg_`` prefix, ClickHouse
+    has its ``system`` database)."""
     lowered = name.lower()
-    return lowered in SYSTEM_SCHEMAS or (dialect == "postgres" and lowered.startswith("pg_"))
+    return (
+        lowered in SYSTEM_SCHEMAS
+        or (dialect == "postgres" and lowered.startswith("pg_"))
+        or (dialect == "clickhouse" and name == "system")
+    )
 
 
 _TABLES = TypeAdapter(tuple[TableInfo, ...])
@@ -311,8 +316,11 @@ def compact_type(raw: str | None, dialect: str) -> str:
     ``character varying(80)`` -> ``varchar(80)``, ``NUMERIC(10, 2)`` -> ``numeric(10,2)``,
     MySQL ``int(11)`` -> ``int`` (display widths mean nothing to a query; ``tinyint(1)`` is
     kept because it is MySQL's boolean). Unknown names pass through lowercased. Cached: a
-    catalog repeats a handful of types thousands of times.
+    catalog repeats a handful of types thousands of times. ClickHouse's types are kept as
+    written: their names are case-sensitive, and an ``Enum8('Paid' = 1)``'s labels are data.
     """
+    if dialect == "clickhouse":
+        return (raw or "").strip()
     text = " ".join((raw or "").split()).lower()
     text = re.sub(r"\s*\(\s*", "(", text)
     text = re.sub(r"\s*,\s*", ",", text)

@@ -12,6 +12,8 @@ issues a constant number of catalog statements, whatever the table count:
   ``key_column_usage``);
 - DuckDB: 2 for all schemas together (``duckdb_tables/views`` x ``duckdb_columns``;
   ``duckdb_constraints``);
+- ClickHouse (a server or chDB): 1 for all databases together (``system.tables`` x
+  ``system.columns``: metadata, never a table's rows);
 - anything else: SQLAlchemy's ``Inspector.get_multi_*`` per schema, batched where the dialect
   implements them;
 
@@ -36,7 +38,7 @@ from relay_nb.sql import Catalog, TableInfo, sqlglot_dialect
 
 __all__ = ["current_database", "fingerprint", "introspect"]
 
-_READERS = frozenset({"sqlite", "postgres", "mysql", "duckdb"})
+_READERS = frozenset({"sqlite", "postgres", "mysql", "duckdb", "clickhouse"})
 """Engines with a reader of their own in this package; the rest use ``generic``."""
 
 
@@ -117,9 +119,9 @@ def fingerprint(
     """A token that changes whenever what :func:`introspect` would read changes, in one
     statement and without reading it (None: the engine offers no cheap way; read it all).
 
-    SQLite reads its ``schema_version``; PostgreSQL, MySQL/MariaDB and DuckDB sum a hash or
-    the row versions of the catalog rows the read depends on, server-side. Taken before the
-    read, so a change between the two makes the next token differ, never hides it.
+    SQLite reads its ``schema_version``; PostgreSQL, MySQL/MariaDB, DuckDB and ClickHouse sum
+    a hash or the row versions of the catalog rows the read depends on, server-side. Taken
+    before the read, so a change between the two makes the next token differ, never hides it.
     """
     dialect = sqlglot_dialect(conn.dialect.name)
     reader = _reader(dialect)
