@@ -200,3 +200,13 @@ def test_an_allowlist_of_the_wrong_shape_says_so(allowed) -> None:
             "SELECT 1 FROM orders", dialect="postgres", allowed_tables=allowed,
             default_schema="public", row_limit=10,
         )  # fmt: skip
+
+
+def test_a_table_named_like_a_keyword_is_quoted_on_the_second_try() -> None:
+    """Databricks reads ``FROM stream LIMIT 200`` as a STREAM source: the plain text does not
+    read back, so the guard writes every name quoted (as the engine folds it) and checks
+    that instead; units and keyword arguments stay as written."""
+    result = guard("SELECT * FROM stream", "databricks", {(None, "stream")}, None)
+    assert result.sql == "SELECT * FROM `stream` LIMIT 100" and result.tables == ("stream",)
+    plain = guard("SELECT s.a AS x FROM stream AS s", "databricks", {(None, "stream")}, None)
+    assert "`" not in plain.sql  # the first try read back: nothing quoted

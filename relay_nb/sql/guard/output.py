@@ -116,6 +116,8 @@ def quote_names(tree: exp.Expr, engine: Dialect) -> None:
     for identifier in tree.find_all(exp.Identifier):
         if identifier.args.get("quoted") or not isinstance(identifier.this, str):
             continue
+        if not isinstance(identifier.parent, _NAMING):  # a unit, a keyword argument: as written
+            continue
         name = identifier.this
         if strategy is NormalizationStrategy.UPPERCASE:
             name = guard_text.upper(name)
@@ -123,3 +125,7 @@ def quote_names(tree: exp.Expr, engine: Dialect) -> None:
             name = guard_text.fold(name)
         identifier.set("this", name)
         identifier.set("quoted", True)
+
+
+_NAMING = (exp.Column, exp.Table, exp.TableAlias, exp.Alias)
+"""The nodes whose identifiers are names of columns, tables and aliases."""
