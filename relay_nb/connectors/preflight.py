@@ -1,6 +1,7 @@
 """Cost preflight: ask the engine what a query will scan before running it.
 
 Where an engine can estimate a query without running it (PostgreSQL and DuckDB ``EXPLAIN``,
+BigQuery's dry run, Snowflake's and Trino's ``EXPLAIN``, ClickHouse's ``EXPLAIN ESTIMATE``,
 Spark's optimized plan), a connector with a preflight asks first. Before the query runs, its
 step in the trace shows one line with both costs — what the model has spent on the turn so
 far and what the engine expects the query to scan (priced when the connector has a
