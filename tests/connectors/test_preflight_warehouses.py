@@ -26,7 +26,7 @@ from relay_nb.connectors.preflight import Estimate, Preflight, approve_if_costly
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
 from relay_nb.connectors.sql.readonly import build_engine
-from relay_nb.errors import ConfigurationError
+from relay_nb.errors import ConfigurationError, UnsafeQueryError
 from relay_nb.runtime.scripted import ScriptedRuntime
 from relay_nb.sql import GuardedQuery, guard_query
 from relay_nb.testing.warehouse_stubs import (
@@ -147,6 +147,31 @@ def test_bigquery_dry_runs_the_guarded_query_and_runs_nothing_before_approval(bi
             3.2e9 / 1e12 * 6.25
         )
         assert stub.queries == [small, big]  # run after its dry run, once approved
+    finally:
+        connector.close()
+
+
+def test_bigquery_names_as_analysts_write_them(bigquery) -> None:
+    """Through sqlalchemy-bigquery and Google's client: the URL's dataset is the default one
+    (the dialect reports none), the project is the connection's catalog, so the project,
+    the dataset or neither may be written; another project is refused; a wildcard reads the
+    dataset read whole."""
+    stub, engine = bigquery
+    connector = SQLConnector("bq", engine, profile=False)
+    try:
+        catalog = connector.catalog
+        assert (catalog.database, catalog.default_schema) == (stub.project, "shop")
+        assert catalog.complete_schemas == ("shop",)
+        for sql in (
+            "SELECT id FROM orders",
+            "SELECT id FROM shop.orders",
+            f"SELECT id FROM `{stub.project}.shop.orders`",
+            f"SELECT id FROM `{stub.project}`.shop.orders",
+            "SELECT id FROM `shop.*` WHERE _TABLE_SUFFIX = 'orders'",
+        ):
+            assert connector.guard(sql).tables in (("shop.orders",), ("shop.*",)), sql
+        with pytest.raises(UnsafeQueryError, match=r"other-project\.shop\.orders is not a table"):
+            connector.guard("SELECT id FROM `other-project.shop.orders`")
     finally:
         connector.close()
 

@@ -66,6 +66,8 @@ def introspect(
         default, database = reader.names(conn)
     else:
         default, database = reader.default_schema(conn), current_database(conn, dialect)
+    if default is None and dialect == "bigquery":  # its dialect leaves the URL's dataset out
+        default = conn.engine.url.database or None
     wanted = _schemas_to_read(dialect, default, schemas, tables)
     builder = CatalogBuilder()
     reader.read(conn, wanted, builder)
