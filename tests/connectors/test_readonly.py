@@ -141,3 +141,15 @@ def test_a_duckdb_engine_with_external_access_is_refused(tmp_path):
         assert run_read_only(locked, "SELECT 42", max_rows=1, timeout_s=5).rows == [(42,)]
     finally:
         locked.dispose()
+
+
+def test_http_warehouses_are_not_pinged_before_each_use() -> None:
+    """BigQuery's and Trino's connections are HTTP clients: a ping before each checkout is a
+    round trip (on BigQuery a query job) and guards against nothing; a server is pinged."""
+    trino = build_engine("trino://relay@127.0.0.1:9/hive/web")
+    server = build_engine("postgresql+psycopg://relay@127.0.0.1:9/shop")
+    try:
+        assert trino.pool._pre_ping is False and server.pool._pre_ping is True
+    finally:
+        trino.dispose()
+        server.dispose()

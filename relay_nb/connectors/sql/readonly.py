@@ -203,8 +203,10 @@ def build_engine(url_or_engine: str | URL | Engine) -> Engine:
             # libpq waits for the OS (minutes) on an unreachable host; say so within seconds
             connect_args["connect_timeout"] = _PG_CONNECT_TIMEOUT_S
     try:
-        # an embedded engine has no connection that dies between two uses: no ping
-        ping = backend not in ("sqlite", "chdb")
+        # an embedded engine has no connection that dies between two uses, and BigQuery's
+        # and Trino's are HTTP clients without a session to lose (BigQuery's ping is a
+        # query job, seconds on every checkout): no ping
+        ping = backend not in ("sqlite", "chdb", "bigquery", "trino")
         engine = create_engine(url, connect_args=connect_args, pool_pre_ping=ping)
     except ModuleNotFoundError as exc:
         raise ConfigurationError(_missing_driver(url, exc.name or "")) from None
