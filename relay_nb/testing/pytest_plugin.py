@@ -8,7 +8,9 @@ opts in with ``relay_nb.runtime.allow_model_requests("loopback")``.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import threading
 
 import pytest
 
@@ -30,3 +32,15 @@ def loopback_model_requests():
 
     with allow_model_requests("loopback"):
         yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Each test starts with Python's own Ctrl-C handler, whatever the last one left: a
+    library some test drives may install its own and keep it (pyspark's ``SparkContext``
+    does, for the rest of the process), and the tests of Ctrl-C (``_thread.interrupt_main``)
+    must not depend on which tests ran before them. relay_nb itself installs none."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
