@@ -17,7 +17,8 @@ class _Frozen(BaseModel):
 
 
 class ColumnProfile(_Frozen):
-    """What a column holds, from a bounded sample (:mod:`relay_nb.sql.catalog.profile`)."""
+    """What a column holds, from the engine's statistics or a bounded sample
+    (:mod:`relay_nb.sql.catalog.profile`)."""
 
     values: tuple[str, ...] = ()
     """A low-cardinality text column's distinct values, most frequent first (all of them)."""
@@ -27,8 +28,11 @@ class ColumnProfile(_Frozen):
     null_share: float | None = None
     """NULLs among the sampled rows, 0 to 1."""
     sampled_rows: int | None = None
-    """Set when the table is larger than the sample: values and NULL share come from this
-    many rows (the bounds are exact)."""
+    """Set when the table is larger than the sample: values, NULL share and bounds come from
+    this many rows of it (so the bounds are the sample's, not the table's)."""
+    from_statistics: bool = False
+    """Read from the engine's planner statistics (PostgreSQL's ``pg_stats``), not from rows:
+    estimates over the engine's own sample of the whole table."""
 
 
 @dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
@@ -86,21 +90,39 @@ class Catalog(_Frozen):
     )
     """``(the tables it was built from, the allowlist)``: a ``model_copy`` with other tables
     carries the private attribute along, so the tables are checked by identity."""
+    _lookup: (
+        tuple[tuple[TableInfo, ...], dict[str, TableInfo], dict[str, tuple[TableInfo, ...]]] | None
+    ) = PrivateAttr(default=None)
+    """``(the tables, by qualified name, by name)`` for :meth:`find`, checked the same way."""
 
     def find(self, name: str) -> TableInfo | None:
-        """Look a table up by ``name`` or ``schema.name``, case-insensitively."""
+        """Look a table up by ``name`` or ``schema.name``, case-insensitively: the
+        qualified name first, then the name in the default schema, then a name only one
+        schema has. A lookup in dicts built once per catalog (every query looks its tables
+        up; a 10,000-table catalog must not cost a scan each)."""
+        qualified, by_name = self._index()
         wanted = name.lower()
-        for table in self.tables:
-            if table.qualified_name.lower() == wanted:
+        found = qualified.get(wanted)
+        if found is not None:
+            return found
+        named = by_name.get(wanted, ())
+        default = (self.default_schema or "").lower()
+        for table in named:
+            if table.schema_name is None or default == table.schema_name.lower():
                 return table
-        for table in self.tables:
-            if table.name.lower() == wanted and (
-                table.schema_name is None
-                or (self.default_schema or "").lower() == (table.schema_name or "").lower()
-            ):
-                return table
-        matches = [t for t in self.tables if t.name.lower() == wanted]
-        return matches[0] if len(matches) == 1 else None
+        return named[0] if len(named) == 1 else None
+
+    def _index(self) -> tuple[dict[str, TableInfo], dict[str, tuple[TableInfo, ...]]]:
+        cached = self._lookup
+        if cached is None or cached[0] is not self.tables:
+            qualified: dict[str, TableInfo] = {}
+            by_name: dict[str, list[TableInfo]] = {}
+            for table in self.tables:
+                qualified.setdefault(table.qualified_name.lower(), table)
+                by_name.setdefault(table.name.lower(), []).append(table)
+            named = {key: tuple(tables) for key, tables in by_name.items()}
+            cached = self._lookup = (self.tables, qualified, named)
+        return cached[1], cached[2]
 
     def allowlist(self) -> frozenset[tuple[str | None, str]]:
         """(schema, table) pairs exactly as stored: what the guard lets a query touch.
