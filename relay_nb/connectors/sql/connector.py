@@ -265,18 +265,27 @@ class SQLConnector(GuardedSQLConnector):
 
     def _profiled(self, catalog: Catalog) -> Catalog:
         """``catalog`` with its columns' values profiled, within ``profile_time_s``."""
+        quote = self.engine.dialect.identifier_preparer.quote_identifier
+        return profile_catalog(catalog, self.profile, self._profile_runner(), quote)
+
+    def _profile_runner(self) -> Callable[[str, float], list[tuple[Any, ...]]]:
+        """Runs one profiling statement: read-only, bounded, without parallel workers."""
 
         def run(sql: str, timeout_s: float) -> list[tuple[Any, ...]]:
             budget = ResultBudget(self.max_value_bytes, self.max_result_bytes)
             fetched = run_read_only(
-                self.engine, sql, max_rows=MAX_ROWS + 1, timeout_s=timeout_s, budget=budget
+                self.engine,
+                sql,
+                max_rows=MAX_ROWS + 1,
+                timeout_s=timeout_s,
+                budget=budget,
+                parallel=False,
             )
             if len(fetched.rows) > MAX_ROWS or budget.full:  # cut rows would make lists lie
                 raise QueryExecutionError("a profiling statement returned more than it may")
             return fetched.rows
 
-        quote = self.engine.dialect.identifier_preparer.quote_identifier
-        return profile_catalog(catalog, self.profile, run, quote)
+        return run
 
     def _read(self) -> tuple[Catalog, str | None, float]:
         """A fresh catalog, profiled, and the fingerprint taken before it on the same

@@ -315,6 +315,7 @@ def run_read_only(
     budget: ResultBudget | None = None,
     reset_session: bool = False,
     query: bool = False,
+    parallel: bool = True,
 ) -> FetchedRows:
     """Run ``sql`` (already guarded) read-only; raise the driver's exception on failure.
 
@@ -325,6 +326,8 @@ def run_read_only(
     guard cannot vouch for), so the session is reset or the connection discarded after it;
     ``query`` says ``sql`` is a query the guard produced, which PostgreSQL then measures row
     by row on the server (:func:`~relay_nb.connectors.sql.fetch.pg_row_bounded`).
+    ``parallel=False`` (PostgreSQL) runs it without parallel workers, whose scans a
+    statement timeout does not stop at once: what profiling's time budget needs.
     """
     cancel = cancel or CancelHandle()
     budget = budget or ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES)
@@ -339,7 +342,9 @@ def run_read_only(
         marker, sql = chdb_session.marked(sql)
     try:
         driver_conn = raw.driver_connection
-        _begin_read_only(backend, engine, raw, timeout_s, cancel, search_path, budget, max_rows)
+        _begin_read_only(
+            backend, engine, raw, timeout_s, cancel, search_path, budget, max_rows, parallel
+        )
         cancel.arm(_canceller(backend, engine, driver_conn, raw, marker))
         timer = after(timeout_s, lambda: cancel.cancel(reason="timeout"))
         try:
@@ -432,6 +437,7 @@ def _begin_read_only(
     search_path: str | None,
     budget: ResultBudget,
     max_rows: int,
+    parallel: bool = True,
 ) -> None:
     cursor = raw.cursor()
     try:
@@ -464,6 +470,8 @@ def _begin_read_only(
             }
             if search_path:
                 settings["search_path"] = _pg_identifier(search_path)
+            if not parallel:
+                settings["max_parallel_workers_per_gather"] = "0"
             calls = ", ".join(f"set_config('{name}', %s, true)" for name in settings)
             # a seed no earlier query chose: setseed() outlives every rollback
             cursor.execute(

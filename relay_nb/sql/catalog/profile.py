@@ -2,20 +2,28 @@
 
 A question names data by its values as often as by its names ("students who have a dog" is a
 ``pet_type`` column holding ``'dog'``; "paid orders" is ``status = 'paid'``), and a model that
-guesses a value's spelling writes SQL that returns nothing. So the catalog pass also reads,
-per table and within a time budget:
+guesses a value's spelling writes SQL that returns nothing. So the catalog pass also learns,
+per column and within a time budget, and without ever reading a table whole:
 
-- for text columns of low cardinality (at most ``max_values`` distinct values in the sample),
-  every distinct value, most frequent first;
-- for numbers and dates, the minimum and maximum (of the whole table: where the sample is not
-  all of it, one more statement reads the exact bounds, and a bound it cannot read in time is
-  not shown, never guessed from the sample);
+- for text columns of low cardinality (at most ``max_values`` distinct values), every
+  distinct value, most frequent first;
+- for numbers and dates, the lowest and highest value;
 - for every profiled column, the share of NULLs.
 
-Each column is read over a bounded sample (the first ``sample_rows`` rows the engine returns),
-in two kinds of statement — statistics, then the values of the low-cardinality text columns —
-each covering up to 128 columns of any tables (``UNION ALL``), so a 1,000-table catalog costs
-tens of round trips, not thousands; all run read-only through
+A table larger than the sample is profiled first from what the engine already knows:
+PostgreSQL's planner statistics (:mod:`relay_nb.sql.catalog.statistics`), one catalog
+statement per batch of columns and no row of any table read; the profile says it is an
+estimate (``from_statistics``). The rest (smaller tables, other engines, a table never
+analysed) are read over a bounded sample:
+the first ``sample_rows`` rows the engine returns (``LIMIT``), in two kinds of statement —
+counts and bounds, then the values of the low-cardinality text columns — each covering up to
+128 columns of any tables (``UNION ALL``), so a 1,000-table catalog costs tens of round
+trips, not thousands. A sample of a larger table says so (``sampled_rows``): its bounds are
+the sample's (the first rows are often the oldest), shown with that label and never as the
+table's. No statement aggregates a whole table: on a table of ten million rows that is a
+scan per column, seconds each, for a hint.
+
+All statements run read-only, without parallel workers, through
 :func:`~relay_nb.connectors.sql.readonly.run_read_only` like any query. Never profiled:
 primary and foreign keys (identifiers, not categories), columns named like secrets
 (``password``, ``api_key``, ``token``, ``ssn``, ``salt``…), and columns the connector's
@@ -25,17 +33,15 @@ are never listed. Only the engines relay_nb introspects natively are profiled (S
 PostgreSQL, MySQL/MariaDB, DuckDB, ClickHouse); a table the budget did not reach, or whose
 statement failed, simply has no profile.
 
-ClickHouse reads no table whole, ever: its tables run to billions of rows, and a ``MIN``/``MAX``
-over one is a scan of the column, so the exact-bounds statement is not run there — a table
-larger than the sample shows no bounds (never the sample's). Its types are unwrapped
-(``LowCardinality(Nullable(String))`` is text, ``Enum8(…)`` a category whose labels are
-listed, ``DateTime64(3)`` temporal, ``UInt64`` a number; ``Array``, ``Map``, ``Tuple``:
-nothing).
+ClickHouse's types are unwrapped (``LowCardinality(Nullable(String))`` is text, ``Enum8(…)``
+a category whose labels are listed, ``DateTime64(3)`` temporal, ``UInt64`` a number;
+``Array``, ``Map``, ``Tuple``: nothing).
 
 The profile lives on the catalog (:attr:`ColumnInfo.profile`), so it is cached with the schema
 and read again when the schema is (``refresh()``); the renderer shows it
-(``status text ∈ {'paid','refunded'}``, ``created_at date 2023-01-02..2024-12-30``) and the
-ranker indexes the values.
+(``status text ∈ {'paid','refunded'}``, ``created_at date 2023-01-02..2024-12-30``, ``≈`` before
+an estimate's bounds; a sample's bounds only in ``describe``) and the ranker indexes the
+values.
 """
 
 from __future__ import annotations
@@ -52,6 +58,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.sql.catalog.model import Catalog, ColumnInfo, ColumnProfile, TableInfo
+from relay_nb.sql.catalog.statistics import (
+    STATISTICS_DIALECTS,
+    Column,
+    read_statistics,
+    statistics_sql,
+)
 
 __all__ = [
     "ProfileSettings",
@@ -142,6 +154,10 @@ class ProfileSettings(BaseModel):
     """Wall-clock time the whole pass may take; tables past it are not profiled."""
     max_values: int = Field(default=12, ge=1, le=50)
     sample_rows: int = Field(default=10_000, ge=100)
+    """Rows read of a table for its profile; a larger table's profile says it was sampled."""
+    statistics: bool = True
+    """Profile tables larger than the sample from the engine's planner statistics where it
+    keeps them (PostgreSQL), reading no row."""
 
     @classmethod
     def from_options(
@@ -207,8 +223,6 @@ _CAST = {"mysql": "CHAR", "clickhouse": "Nullable(String)"}
 _MIN_MAX = {"clickhouse": ("minOrNull", "maxOrNull")}
 """The aggregates bounds are read with (MIN and MAX elsewhere; ClickHouse's give 0 and
 1970-01-01 for no rows)."""
-_SAMPLE_BOUNDS_ONLY = frozenset({"clickhouse"})
-"""Dialects whose tables are never read whole: no exact-bounds statement (module docstring)."""
 _ALIASED = frozenset({"clickhouse"})
 """Dialects that refuse two output columns of one name in a UNION branch (``SELECT 0, 0``):
 every column of a statement gets a name of its own (:meth:`_Statements._select`)."""
@@ -221,6 +235,17 @@ class _Target(NamedTuple):
     position: int
     column: str
     kind: str
+
+
+class _Seen(NamedTuple):
+    """What was learned of one column, from rows or from the engine's statistics."""
+
+    null_share: float | None
+    values: tuple[str, ...]
+    low: Any
+    high: Any
+    sampled_rows: int | None = None
+    from_statistics: bool = False
 
 
 def profile_catalog(
@@ -242,39 +267,80 @@ def profile_catalog(
         if table.kind == "table"
         for position, column, kind in _chosen(table, settings)
     ]
-    stats: dict[tuple[int, int], tuple[Any, ...]] = {}
-    for row in _run_batches(targets, sql.stats, run, deadline):
+    seen: dict[tuple[int, int], _Seen] = {}
+    if settings.statistics and catalog.dialect in STATISTICS_DIALECTS:  # no row is read
+        seen.update(_from_statistics(catalog, targets, settings, run, deadline))
+    sampled = [t for t in targets if (t.table, t.position) not in seen]
+    counts: dict[tuple[int, int], tuple[Any, ...]] = {}
+    for row in _run_batches(sampled, sql.stats, run, deadline):
         for slot in range(2, len(row), 5):
             if int(row[slot]) >= 0:  # (rows, non-NULLs, distinct, low, high) per column
-                stats[(int(row[0]), int(row[slot]))] = (row[1], *row[slot + 1 : slot + 5])
+                counts[(int(row[0]), int(row[slot]))] = (row[1], *row[slot + 1 : slot + 5])
     categorical = [
         t
-        for t in targets
+        for t in sampled
         if t.kind == "text"
         and not is_personal(catalog.tables[t.table], t.column)
-        and 0 < int(stats.get((t.table, t.position), (0, 0, 0))[2] or 0) <= settings.max_values
+        and 0 < int(counts.get((t.table, t.position), (0, 0, 0))[2] or 0) <= settings.max_values
     ]
     found: dict[tuple[int, int], list[tuple[int, str]]] = {}
     for table, position, value, count in _run_batches(categorical, sql.values, run, deadline):
         found.setdefault((int(table), int(position)), []).append((-int(count), str(value)))
-    # a sample's bounds are not the table's (the first rows are often the oldest): where the
-    # sample was not the whole table, the bounds are read exactly, or not shown at all
-    partial = [
-        t
+    for key, (rows, present, _distinct, low, high) in counts.items():
+        values = tuple(value for _, value in sorted(found.get(key, ())))
+        rows = int(rows or 0)
+        seen[key] = _Seen(
+            null_share=round(1 - int(present or 0) / rows, 3) if rows else None,
+            values=values,
+            low=low,
+            high=high,
+            # a sample's bounds are not the table's (the first rows are often the oldest)
+            sampled_rows=rows if rows >= settings.sample_rows else None,
+        )
+    if len(seen) < len(targets):
+        _log.info("profiled %d of %d columns (time budget or errors)", len(seen), len(targets))
+    return catalog.model_copy(update={"tables": _with_profiles(catalog, seen, settings)})
+
+
+def _from_statistics(
+    catalog: Catalog,
+    targets: list[_Target],
+    settings: ProfileSettings,
+    run: Run,
+    deadline: float,
+) -> dict[tuple[int, int], _Seen]:
+    """Profiles from the engine's planner statistics (:mod:`.statistics`), for the columns
+    of tables larger than the sample that it has them for; the rest are sampled."""
+    columns = [
+        Column(
+            t.table,
+            t.position,
+            catalog.tables[t.table].schema_name or catalog.default_schema or "",
+            catalog.tables[t.table].name,
+            t.column,
+        )
         for t in targets
-        if t.kind != "text" and (t.table, t.position) in stats
-        and int(stats[(t.table, t.position)][0] or 0) >= settings.sample_rows
-    ]  # fmt: skip
-    exact = {(t.table, t.position): (None, None) for t in partial}
-    if catalog.dialect in _SAMPLE_BOUNDS_ONLY:
-        partial = []
-    for table, position, low, high in _run_batches(partial, sql.bounds, run, deadline):
-        exact[(int(table), int(position))] = (low, high)
-    for key, (low, high) in exact.items():
-        stats[key] = (*stats[key][:3], low, high)
-    if len(stats) < len(targets):
-        _log.info("profiled %d of %d columns (time budget or errors)", len(stats), len(targets))
-    return catalog.model_copy(update={"tables": _with_profiles(catalog, stats, found, settings)})
+    ]
+    by_key = {(c.table, c.position): c for c in columns}
+    kinds = {(t.table, t.position): t.kind for t in targets}
+
+    def build(batch: list[_Target]) -> str:
+        return statistics_sql([by_key[(t.table, t.position)] for t in batch])
+
+    rows = list(_run_batches(targets, build, run, deadline))
+    return {
+        key: _Seen(
+            null_share=round(found.null_share, 3),
+            values=found.values or (),
+            low=found.low,
+            high=found.high,
+            from_statistics=True,
+        )
+        for key, found in read_statistics(rows, kinds, settings.max_values).items()
+        # a table the sample covers is read whole instead: exact, and as cheap (the
+        # statistics of a small table keep only values seen more than once)
+        if found.rows >= settings.sample_rows
+    }
 
 
 def _chosen(table: TableInfo, settings: ProfileSettings) -> list[tuple[int, ColumnInfo, str]]:
@@ -321,8 +387,8 @@ def _run_batches(
 
 
 class _Statements:
-    """The three statements (statistics, values, exact bounds), written for one catalog's
-    dialect."""
+    """The two statements over a sample (counts and bounds, then values), written for one
+    catalog's dialect."""
 
     def __init__(
         self, catalog: Catalog, settings: ProfileSettings, quote: Callable[[str], str]
@@ -382,20 +448,6 @@ class _Statements:
             )
         return " UNION ALL ".join(branches)
 
-    def bounds(self, batch: list[_Target]) -> str:
-        """Per number or date column of a table larger than the sample: its exact bounds."""
-        branches = []
-        for target in batch:
-            x = self.quote(target.column)
-            items = [
-                str(target.table),
-                str(target.position),
-                f"CAST({self.min}({x}) AS {self.text})",
-                f"CAST({self.max}({x}) AS {self.text})",
-            ]
-            branches.append(f"{self._select(items)} FROM {self._name(target)}")
-        return " UNION ALL ".join(branches)
-
     def _name(self, target: _Target) -> str:
         table = self.catalog.tables[target.table]
         name = self.quote(table.name)
@@ -409,26 +461,21 @@ class _Statements:
 
 
 def _with_profiles(
-    catalog: Catalog,
-    stats: dict[tuple[int, int], tuple[Any, ...]],
-    found: dict[tuple[int, int], list[tuple[int, str]]],
-    settings: ProfileSettings,
+    catalog: Catalog, seen: dict[tuple[int, int], _Seen], settings: ProfileSettings
 ) -> tuple[TableInfo, ...]:
-    sample_rows, max_values = settings.sample_rows, settings.max_values
     tables = []
     for table_position, table in enumerate(catalog.tables):
         columns = []
         for position, column in enumerate(table.columns):
-            key = (table_position, position)
-            row = stats.get(key)
-            if row is None:
+            found = seen.get((table_position, position))
+            if found is None:
                 columns.append(column)
                 continue
-            rows, present, _distinct, low, high = row
+            low, high, values = found.low, found.high, found.values
             if is_personal(table, column.name):  # a birth date's bounds are someone's
                 low = high = None
-            values = tuple(value for _, value in sorted(found.get(key, ())))
-            if len(values) > max_values or not all(_listable(value) for value in values):
+                values = ()
+            if len(values) > settings.max_values or not all(_listable(v) for v in values):
                 values = ()  # (more than counted: the engine sampled other rows the 2nd time)
             # built from the engine's own counts and text: trusted, so not validated again
             # (a 1,000-table pass would spend a third of its Python time re-checking them)
@@ -436,8 +483,9 @@ def _with_profiles(
                 values=values,
                 low=_text(low),
                 high=_text(high),
-                null_share=round(1 - (present or 0) / rows, 3) if rows else None,
-                sampled_rows=rows if rows >= sample_rows else None,
+                null_share=found.null_share,
+                sampled_rows=found.sampled_rows,
+                from_statistics=found.from_statistics,
             )
             columns.append(dataclasses.replace(column, profile=profile))
         tables.append(table.model_copy(update={"columns": tuple(columns)}))

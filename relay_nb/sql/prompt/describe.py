@@ -96,11 +96,14 @@ def _profile_detail(column: ColumnInfo) -> str:
     if profile.values:
         text += f" values {{{','.join(literal(v) for v in profile.values)}}}"
     if profile.low is not None and profile.high is not None:
-        text += f" range {profile.low}..{profile.high}"
+        about = "≈" if profile.from_statistics or profile.sampled_rows else ""
+        text += f" range {about}{profile.low}..{profile.high}"
     if profile.null_share:
         text += f" ({profile.null_share:.0%} null)"
-    if profile.sampled_rows and (profile.values or profile.null_share):
-        text += f" (from {profile.sampled_rows:,} sampled rows)"
+    if profile.from_statistics:
+        text += " (from the database's statistics)"
+    elif profile.sampled_rows:
+        text += f" (in a sample of {profile.sampled_rows:,} rows)"
     return text
 
 

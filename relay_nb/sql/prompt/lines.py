@@ -329,9 +329,15 @@ def _profile_text(column: ColumnInfo) -> str:
             used += len(text) + 1
         more = ",…" if len(listed) < len(profile.values) else ""
         return f" ∈ {{{','.join(listed)}{more}}}" if listed else ""
-    if profile.low and profile.high and column_kind(column.type) == "temporal":
+    if (
+        profile.low
+        and profile.high
+        and not profile.sampled_rows  # a sample's bounds are not the table's: describe only
+        and column_kind(column.type) == "temporal"
+    ):
         low, high = profile.low[:10], profile.high[:10]  # the days: what time windows need
-        return f" {low}..{high}" if low != high else f" {low}"
+        about = "≈" if profile.from_statistics else ""
+        return f" {about}{low}..{high}" if low != high else f" {about}{low}"
     return ""
 
 
