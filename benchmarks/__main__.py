@@ -38,6 +38,7 @@ BENCHMARKS = (
     "schema_linking",
     "eval_throughput",
     "spark",
+    "big_tables",
 )
 
 
