@@ -183,3 +183,24 @@ def test_statistics_are_skipped_when_turned_off(scratch):
     finally:
         connector.close()
     assert status.sampled_rows == SAMPLE and not status.from_statistics
+
+
+def test_sampled_values_read_a_sample_not_the_table(scratch):
+    """``sample_values`` (opt-in example values per text column) reads the first rows of
+    each table, never a ``DISTINCT`` over all of it."""
+    before = rows_read(scratch, "analysed")
+    connector = SQLConnector("stats", scratch, tables=["analysed"], sample_values=3)
+    connector.profile = ProfileSettings(sample_rows=SAMPLE, enabled=False)
+    try:
+        samples = connector.samples()
+    finally:
+        connector.close()
+    assert samples["public.analysed.status"] == ["it's late", "paid", "refunded"]
+    read = 0
+    for _ in range(50):
+        read = rows_read(scratch, "analysed") - before
+        if read:
+            break
+        time.sleep(0.1)
+    text_columns = 3  # status, Region, note
+    assert 0 < read <= text_columns * SAMPLE

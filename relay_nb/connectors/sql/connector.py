@@ -260,7 +260,9 @@ class SQLConnector(GuardedSQLConnector):
                     query=True,
                 ).rows
 
-            self._samples = sample_text_values(self.catalog, self.sample_values, self.dialect, run)
+            self._samples = sample_text_values(
+                self.catalog, self.sample_values, self.dialect, run, self.profile.sample_rows
+            )
         return self._samples
 
     def _profiled(self, catalog: Catalog) -> Catalog:

@@ -521,11 +521,17 @@ _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?
 
 
 def sample_text_values(
-    catalog: Catalog, limit: int, dialect: str, run: Callable[[str], Sequence[tuple[Any, ...]]]
+    catalog: Catalog,
+    limit: int,
+    dialect: str,
+    run: Callable[[str], Sequence[tuple[Any, ...]]],
+    sample_rows: int = 10_000,
 ) -> dict[str, list[str]]:
     """Up to ``limit`` distinct values of each text column (``run`` executes one query,
-    read-only and bounded): the connector's opt-in ``sample_values``. A column that cannot be
-    read has none; samples are a nicety, never a reason for a prompt to fail."""
+    read-only and bounded): the connector's opt-in ``sample_values``. Read from the first
+    ``sample_rows`` rows of the table, never the whole of it (a ``DISTINCT … ORDER BY`` over
+    ten million rows is a scan and a sort per column). A column that cannot be read has none;
+    samples are a nicety, never a reason for a prompt to fail."""
     from sqlglot import exp
 
     samples: dict[str, list[str]] = {}
@@ -533,11 +539,17 @@ def sample_text_values(
         for column in table.columns:
             if not any(word in column.type.lower() for word in _TEXT_WORDS):
                 continue
+            rows_of = (
+                exp.select(exp.column(column.name, quoted=True))
+                .from_(exp.table_(table.name, db=table.schema_name, quoted=True))
+                .limit(sample_rows)
+                .subquery("s")
+            )
             name = exp.column(column.name, quoted=True)
             query = (
                 exp.select(name)
                 .distinct()
-                .from_(exp.table_(table.name, db=table.schema_name, quoted=True))
+                .from_(rows_of)
                 .where(exp.Not(this=exp.Is(this=name.copy(), expression=exp.Null())))
                 .order_by(name.copy())
                 .limit(limit)
