@@ -119,6 +119,21 @@ def value_size(value: Any, limit: int = _LIMIT_CEILING) -> int:
     return sys.getsizeof(value)
 
 
+_FIXED_SIZES: dict[type, int] = {
+    type(None): _SMALL,
+    bool: _SMALL,
+    float: _SMALL,
+    dt.date: 16,
+    dt.datetime: 16,
+    dt.time: 16,
+    dt.timedelta: 16,
+    uuid.UUID: 16,
+}
+"""What :func:`value_size` says of these exact types, whatever the value."""
+_INT64 = 1 << 63
+"""An int within 64 bits costs :data:`_SMALL`, as :func:`value_size` prices it."""
+
+
 def _text_size(text: str) -> int:
     if text.isascii():  # O(1) in CPython: one byte per character
         return len(text)
@@ -212,17 +227,29 @@ class ResultBudget:
     extra_notes: list[str] = field(default_factory=list)
 
     def admit(self, row: Sequence[Any]) -> tuple[Any, ...] | None:
-        """Charge the row as it was read (before clipping: the bytes it brought in)."""
+        """Charge the row as it was read (before clipping: the bytes it brought in).
+
+        Every value of every row passes here, so the common types are priced inline (text
+        by its length, the fixed-size scalars from :data:`_FIXED_SIZES`) and only the rest
+        call :func:`value_size`; the prices are the same."""
         if self.full:
             return None
         values = tuple(row)
-        size = 0
-        oversized: list[int] = []
+        size = _VALUE_OVERHEAD * len(values)
+        oversized: list[int] | None = None
         for index, value in enumerate(values):
-            cost = value_size(value, self.max_result_bytes)
+            kind = type(value)
+            if kind is str:
+                cost = len(value) if value.isascii() else _text_size(value)
+            elif kind is int and -_INT64 <= value < _INT64:
+                cost = _SMALL
+            else:
+                cost = _FIXED_SIZES.get(kind)
+                if cost is None:
+                    cost = value_size(value, self.max_result_bytes)
             if cost > self.max_value_bytes:
-                oversized.append(index)
-            size += cost + _VALUE_OVERHEAD
+                oversized = [*(oversized or ()), index]
+            size += cost
         if self.used + size > self.max_result_bytes:
             self.full = True
             return None

@@ -20,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import csv
 import datetime as dt
+import decimal
 import io
 import json
 import re
 import sys
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
@@ -215,11 +217,47 @@ def redact_rows(
 ) -> tuple[list[Any], Sequence[tuple[Any, ...]]]:
     """Column names and cells with every known secret replaced by ``[REDACTED]``: text,
     binary, and containers (a JSON value, an array, a struct) walked keys and all. The rows
-    come back untouched (the same list) when nothing matched."""
+    come back untouched (the same list) when nothing matched.
+
+    Column by column: a column of text is searched as one string (its values joined, so every
+    value's match is found there too), and only a column where the search finds something
+    is redacted value by value. Numbers, dates and
+    other scalars cannot hold a secret and are not looked at. 100,000 rows cost milliseconds,
+    not a regex call per cell."""
     patterns = secret_patterns()
     if patterns is None:
         return list(columns), rows
     names = [patterns.redact(c) for c in columns]
+    if not rows:
+        return names, rows
+    width = len(rows[0])
+    if any(len(row) != width for row in rows):
+        return names, _redact_each(patterns, rows)
+    changed: dict[int, list[Any]] = {}
+    for index, values in enumerate(zip(*rows, strict=True)):
+        kinds = set(map(type, values))
+        if kinds <= _SCALARS:
+            continue
+        if kinds <= _TEXT and patterns.text.search("\0".join(filter(None, values))) is None:
+            continue  # (a match across two values only costs the pass below)
+        cleaned = [patterns.redact(v) if isinstance(v, _REDACTABLE) else v for v in values]
+        if any(a is not b for a, b in zip(cleaned, values, strict=True)):
+            changed[index] = cleaned
+    if not changed:
+        return names, rows
+    out: list[tuple[Any, ...]] = []
+    for position, row in enumerate(rows):
+        cells = list(row)
+        for index, cleaned in changed.items():
+            cells[index] = cleaned[position]
+        out.append(tuple(cells))
+    return names, out
+
+
+def _redact_each(
+    patterns: SecretPatterns, rows: Sequence[tuple[Any, ...]]
+) -> Sequence[tuple[Any, ...]]:
+    """Rows of differing lengths (records of a connector that keeps them so): cell by cell."""
     out: list[tuple[Any, ...]] | None = None
     for index, row in enumerate(rows):
         cleaned = tuple(patterns.redact(v) if isinstance(v, _REDACTABLE) else v for v in row)
@@ -227,9 +265,18 @@ def redact_rows(
             out = list(rows[:index])
         if out is not None:
             out.append(cleaned)
-    return names, (out if out is not None else rows)
+    return out if out is not None else rows
 
 
+_TEXT = frozenset({str, type(None)})
+_SCALARS = frozenset(
+    {
+        type(None), bool, int, float, dt.date, dt.datetime, dt.time, dt.timedelta,
+        decimal.Decimal, uuid.UUID,
+    }
+)  # fmt: skip
+"""Types whose values hold no text, so no secret (exact types: a subclass of int or str
+could carry anything in its repr, so it is looked at)."""
 _REDACTABLE = (str, bytes, bytearray, memoryview, dict, list, tuple)
 
 

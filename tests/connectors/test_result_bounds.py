@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import uuid
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,21 @@ def test_a_secret_json_escapes_in_a_nested_cell_is_still_redacted(monkeypatch) -
     assert frame.loc[0, "plain"] == "[REDACTED]"
     nested = frame_from_records([{"meta": {"deep": {"key": secret}}}], max_depth=1)
     assert nested.loc[0, "meta.deep"] == '{"key":"[REDACTED]"}'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None, True, 0, -1, (1 << 63) - 1, -(1 << 63), 1 << 63, -(1 << 63) - 1, 1 << 4000,
+        1.5, float("nan"), "", "ascii text", "naïve — ünïcode", "x" * 5000, b"\x00\x01",
+        bytearray(b"abc"), dt.date(2024, 1, 2), dt.datetime(2024, 1, 2, 3, 4),
+        dt.time(1, 2), dt.timedelta(days=3), uuid.UUID(int=7), decimal.Decimal("12.345"),
+        {"a": [1, "b"]}, [1, 2, 3], ("t", 1), type("StrSub", (str,), {})("sub"),
+        type("IntSub", (int,), {})(5),
+    ],
+)  # fmt: skip
+def test_admit_prices_each_value_as_value_size_does(value):
+    """``admit`` prices common types inline for speed: the same prices as ``value_size``."""
+    budget = ResultBudget(max_value_bytes=1 << 30, max_result_bytes=1 << 40)
+    assert budget.admit((value,)) is not None
+    assert budget.used == value_size(value, 1 << 40) + 16  # one value's overhead
