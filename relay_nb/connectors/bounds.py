@@ -263,6 +263,11 @@ class ResultBudget:
         self.clipped += len(oversized)
         return tuple(clipped)
 
+    def reset(self) -> None:
+        """Forget what was charged (the rows are read again from the start)."""
+        self.used = self.kept = self.clipped = 0
+        self.full = False
+
     def admit_all(self, rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
         """Admit rows until the budget is full; the kept ones."""
         kept: list[tuple[Any, ...]] = []

@@ -94,9 +94,7 @@ def fetch_rows(
     """
     driver = raw.driver_connection
     if backend == "postgresql" and engine.dialect.driver == "psycopg":
-        if row_check:
-            sql = pg_row_bounded(sql, budget.max_result_bytes)
-        return _fetch_psycopg(driver, sql, max_rows, budget)
+        return _fetch_psycopg(driver, sql, max_rows, budget, row_check)
     if backend in ("mysql", "mariadb") and engine.dialect.driver == "pymysql":
         return _fetch_pymysql(driver, sql, max_rows, budget)
     # SQLite's fetchmany steps the whole batch into Python before the budget sees a row
@@ -107,47 +105,122 @@ def fetch_rows(
 # -- PostgreSQL (psycopg 3) ---------------------------------------------------------------------
 
 
-def pg_row_bounded(sql: str, max_row_bytes: int) -> str:
+def pg_row_bounded(sql: str, max_row_bytes: int, max_total_bytes: int | None = None) -> str:
     """``sql`` wrapped so the server refuses to send a row whose text form is over
     ``max_row_bytes``: the statement fails with an error starting :data:`OVERSIZED_ROW`.
+
+    With ``max_total_bytes`` it also stops (the same error) once the rows sent so far pass
+    that many bytes of text, and each row carries two more columns, its size and the running
+    total (:data:`PG_SIZE_COLUMNS`), which the reader drops: what lets rows come in chunks
+    (:func:`_fetch_psycopg`) with what a chunk can bring bounded.
 
     ``ROW(relay_row.*)`` is the whole row, whatever its columns are called (a column named
     ``relay_row`` cannot stand in for it); the error text depends on the row, so the planner
     cannot fold it into an error for every query; the inner query keeps its LIMIT, so it is
-    planned as written and its order is kept.
+    planned as written and its order is kept (the running total has no ORDER BY: it adds
+    the rows up in the order they come).
     """
     size = "octet_length(CAST(ROW(relay_row.*) AS text))"
+    over = f"CAST('{OVERSIZED_ROW} ' || {{size}} || ' bytes is over the limit' AS boolean)"
+    if max_total_bytes is None:
+        return (
+            f"SELECT relay_row.* FROM ({sql}) AS relay_row WHERE CASE WHEN {size} <= "
+            f"{int(max_row_bytes)} THEN TRUE ELSE {over.format(size=size)} END"
+        )
+    row, total = (f'relay_total."{name}"' for name in PG_SIZE_COLUMNS)
     return (
-        f"SELECT relay_row.* FROM ({sql}) AS relay_row WHERE CASE WHEN {size} <= "
-        f"{int(max_row_bytes)} THEN TRUE ELSE CAST('{OVERSIZED_ROW} ' || {size} || "
-        "' bytes is over the limit' AS boolean) END"
+        "SELECT * FROM (SELECT relay_sized.*, "
+        f'sum(relay_sized."{PG_SIZE_COLUMNS[0]}") OVER (ROWS UNBOUNDED PRECEDING) '
+        f'AS "{PG_SIZE_COLUMNS[1]}" FROM (SELECT relay_row.*, {size} AS "{PG_SIZE_COLUMNS[0]}" '
+        f"FROM ({sql}) AS relay_row) AS relay_sized) AS relay_total "
+        f"WHERE CASE WHEN {row} > {int(max_row_bytes)} THEN {over.format(size=row)} "
+        f"WHEN {total} > {int(max_total_bytes)} THEN "
+        f"CAST('{OVERSIZED_ROW} ' || {total} || ' bytes with the rows before it is over the "
+        "limit' AS boolean) ELSE TRUE END"
     )
 
 
-def _fetch_psycopg(conn: Any, sql: str, max_rows: int, budget: ResultBudget) -> FetchOutcome:
+PG_SIZE_COLUMNS = ("relay_nb row bytes", "relay_nb total bytes")
+"""The two columns :func:`pg_row_bounded` adds for a chunked read (names no query's output
+is likely to hold: one that does fails as ambiguous, never reads past the bound)."""
+PG_CHUNK_ROWS = 256
+"""Rows per chunk of a large PostgreSQL read (libpq 17's chunked mode): one Python call per
+chunk instead of per row, 3x faster on 100,000 rows."""
+PG_CHUNKED_FROM = 1_000
+"""Reads of more rows than this (the guard's LIMIT) come in chunks; smaller ones row by row,
+which costs them nothing and spares them the savepoint."""
+PG_TOTAL_FACTOR = 2
+"""The server stops a chunked read past this many times the result's byte limit (in text:
+a ``bytea`` is twice its bytes as hex), so the budget, not the server, normally decides
+where a result is cut, and what arrives is bounded by twice the limit and one row."""
+_SAVEPOINT = "relay_nb_chunked"
+
+
+class _ChunkCut(Exception):
+    """The server stopped a chunked read: the rows of the chunk it was filling are lost."""
+
+
+def _chunked() -> bool:
+    """Whether libpq can send rows in chunks (version 17 and later)."""
+    import psycopg
+
+    return psycopg.pq.version() >= 170000
+
+
+def _fetch_psycopg(
+    conn: Any, sql: str, max_rows: int, budget: ResultBudget, row_check: bool
+) -> FetchOutcome:
+    """A guarded query's rows, measured by the server (:func:`pg_row_bounded`).
+
+    A large one (more than :data:`PG_CHUNKED_FROM` rows allowed) is read in chunks, inside a
+    savepoint: when the server stops it at a byte bound, the chunk it was filling is lost,
+    so the read goes back to the savepoint (the transaction keeps its read-only settings)
+    and reads the rows again one at a time, to keep every row before the cut."""
+    if row_check and max_rows > PG_CHUNKED_FROM and _chunked():
+        conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+        total = budget.max_result_bytes * PG_TOTAL_FACTOR
+        try:
+            return _stream(
+                conn, pg_row_bounded(sql, budget.max_result_bytes, total), max_rows, budget, True
+            )
+        except _ChunkCut:
+            conn.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+            budget.reset()
+    if row_check:
+        sql = pg_row_bounded(sql, budget.max_result_bytes)
+    return _stream(conn, sql, max_rows, budget, False)
+
+
+def _stream(conn: Any, sql: str, max_rows: int, budget: ResultBudget, sized: bool) -> FetchOutcome:
+    """Stream the rows (the extended protocol; closing the stream early cancels the rest).
+    ``sized``: ``sql`` carries :data:`PG_SIZE_COLUMNS` last, and comes in chunks."""
     cursor = conn.cursor()
     rows: list[tuple[Any, ...]] = []
-    # stream(): the extended protocol in single-row mode; closing it early cancels the rest
-    stream = cursor.stream(sql)
+    stream = cursor.stream(sql, size=PG_CHUNK_ROWS) if sized else cursor.stream(sql)
+    drop = len(PG_SIZE_COLUMNS) if sized else 0
     try:
         for fetched in stream:
-            row = budget.admit(fetched) if len(rows) < max_rows else None
+            kept = len(rows) < max_rows
+            row = budget.admit(fetched[:-drop] if drop else fetched) if kept else None
             if row is None:
-                return FetchOutcome(_names(cursor), rows, stopped=True)
+                return FetchOutcome(_names(cursor, drop), rows, stopped=True)
             rows.append(row)
-        return FetchOutcome(_names(cursor), rows)
+        return FetchOutcome(_names(cursor, drop), rows)
     except Exception as exc:
+        if sized and is_oversized(exc):
+            raise _ChunkCut from exc
         if not (rows and is_oversized(exc)):
             raise  # before any row came, the caller says why in one line
         budget.full = True  # the server refused to send the next row: keep what came
-        return FetchOutcome(_names(cursor), rows)
+        return FetchOutcome(_names(cursor, drop), rows)
     finally:
         stream.close()
         cursor.close()
 
 
-def _names(cursor: Any) -> list[str]:
-    return [d[0] for d in cursor.description or ()]
+def _names(cursor: Any, drop: int = 0) -> list[str]:
+    names = [d[0] for d in cursor.description or ()]
+    return names[: len(names) - drop]
 
 
 # -- MySQL / MariaDB (PyMySQL) ------------------------------------------------------------------
