@@ -1,8 +1,10 @@
-"""Fetch to DataFrame: ``SQLConnector.query`` vs ``pandas.read_sql`` on the same 1e6 rows.
+"""Fetch to DataFrame: ``SQLConnector.query`` vs ``pandas.read_sql`` on the same 100,000 rows.
 
 Both read the same table through the same engine in the same run, samples alternating; the
-connector also guards the SQL, runs it read-only and converts dtypes, so the ratio is the
-whole overhead.
+connector also guards the SQL, runs it read-only, bounds and redacts it and converts dtypes,
+so the ratio is the whole overhead. The connector's byte limit is set above the result
+(``max_result_bytes``), so it reads every row (checked), as ``read_sql`` does. On DuckDB,
+the engine's own DataFrame (``.df()``, what JupySQL uses) is measured too.
 PostgreSQL is measured when ``RELAY_TEST_PG_ADMIN_URL`` is set (``scripts/services start``).
 """
 
@@ -21,7 +23,7 @@ import sqlalchemy as sa
 
 from relay_nb.connectors.sql.connector import SQLConnector
 
-ROWS = 1_000_000
+ROWS = 100_000
 REPEAT = 3
 _CREATE = {
     "sqlite": (
@@ -51,7 +53,15 @@ def _seconds(work: Callable[[], object]) -> tuple[float, object]:
 def _compare(url: str, *, schemas: list[str] | None = None, table: str = "big") -> dict:
     """Medians of ``REPEAT`` samples each, alternating (relay_nb, read_sql, relay_nb …) so
     load from other processes hits both alike."""
-    connector = SQLConnector("bench", url, schemas=schemas, row_limit=ROWS, statement_timeout_s=600)
+    connector = SQLConnector(
+        "bench",
+        url,
+        schemas=schemas,
+        row_limit=ROWS,
+        statement_timeout_s=600,
+        max_result_bytes=1 << 30,
+        profile=False,
+    )
     engine = connector.engine
     sql = f"SELECT * FROM {table}"
     ours: list[float] = []
@@ -61,12 +71,29 @@ def _compare(url: str, *, schemas: list[str] | None = None, table: str = "big") 
             seconds, result = _seconds(lambda: connector.query(sql))
             ours.append(seconds)
             rows = result.row_count
-            del result  # one million-row frame alive at a time
+            assert rows == ROWS and not result.truncated, result
+            del result
             theirs.append(_seconds(lambda: pd.read_sql(sa.text(sql), engine))[0])
     finally:
         connector.close()
     ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
-    return {"rows": rows, "relay_nb_s": ours_s, "read_sql_s": theirs_s, "ratio": ours_s / theirs_s}
+    found = {"rows": rows, "relay_nb_s": ours_s, "read_sql_s": theirs_s, "ratio": ours_s / theirs_s}
+    if url.startswith("duckdb"):
+        native = _duckdb_native(url, sql)
+        found.update(native_s=native, native_ratio=ours_s / native)
+    return found
+
+
+def _duckdb_native(url: str, sql: str) -> float:
+    """DuckDB's own DataFrame of the same rows (``.df()``), as JupySQL reads DuckDB."""
+    import duckdb
+
+    conn = duckdb.connect(url.removeprefix("duckdb:///"), read_only=True)
+    try:
+        samples = [_seconds(lambda: conn.execute(sql).df())[0] for _ in range(REPEAT)]
+    finally:
+        conn.close()
+    return statistics.median(samples)
 
 
 def _file_db(kind: str, directory: Path) -> str:

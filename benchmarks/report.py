@@ -152,21 +152,41 @@ _FETCH = (("sqlite", "SQLite"), ("duckdb", "DuckDB"), ("postgres", "PostgreSQL")
 
 
 def _fetch(results: Results) -> Row:
-    metric, target = "fetch 1e6 rows to a DataFrame vs `pandas.read_sql`", "≤ 1.0"
+    metric = (
+        "fetch 100,000 rows (every one: the byte limit set above the result) to a DataFrame "
+        "vs `pandas.read_sql`"
+    )
+    target = "≤ 1.0; DuckDB ≤ 1.2x its own `.df()` (JupySQL's path)"
     r = get(results, "fetch")
     measured_dbs = [(label, r[key]) for key, label in _FETCH if r and r.get(key)]
     if not measured_dbs:
         return missing(metric, target, "fetch")
     measured = " · ".join(f"{label} {row['ratio']:.2f}" for label, row in measured_dbs)
+    duck = r.get("duckdb") if r else None
+    if duck and "native_ratio" in duck:
+        measured += f"; DuckDB vs its `.df()` {duck['native_ratio']:.1f}x"
+    measured += (
+        " (before, eede008 through this benchmark: SQLite 2.11 · DuckDB 2.06 · PostgreSQL "
+        "3.18; the 1e6-row figures this row showed before were of results the 16 MB limit "
+        "had cut)"
+    )
     slow = [(label, row) for label, row in measured_dbs if row["ratio"] > 1.0]
     reason = "; ".join(
-        f"{label} {row['relay_nb_s']:.2f} s vs {row['read_sql_s']:.2f} s" for label, row in slow
+        f"{label} {row['relay_nb_s'] * 1000:.0f} vs {row['read_sql_s'] * 1000:.0f} ms"
+        for label, row in slow
     )
-    reason += ": the guard, the read-only run and the dtype conversion cost more than they save"
+    reason += (
+        ": every value is priced for the byte budget and every row checked in Python "
+        "(SQLite and DuckDB read one row, or 64, at a time); DuckDB's own `.df()` skips "
+        "Python objects altogether, and relay_nb does not use it yet (its dtypes differ: "
+        "INTEGER as int32, HUGEINT as lossy float64, lists as numpy arrays)"
+    )
+    native = duck.get("native_ratio") if duck else None
+    met = not slow and (native is None or native <= 1.2)
     absent = [label for key, label in _FETCH if not (r and r.get(key))]
     if absent:
         measured += f" ({', '.join(absent)} not measured)"
-    return Row(metric, target, measured, not slow, reason)
+    return Row(metric, target, measured, met, reason)
 
 
 def _render(results: Results) -> Row:
