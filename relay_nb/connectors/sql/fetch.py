@@ -10,7 +10,10 @@ own means:
   sending it — the query runs inside ``SELECT relay_row.* FROM (…) AS relay_row`` whose
   filter fails the statement when a row's text form is longer than the limit
   (:func:`pg_row_bounded`) — and rows are streamed one at a time (single-row mode, extended
-  protocol: one statement only, even for roles that may write).
+  protocol: one statement only, even for roles that may write). A read of more than
+  :data:`PG_CHUNKED_FROM` rows comes in chunks of :data:`PG_CHUNK_ROWS` (libpq 17), the
+  server also stopping once the rows sent pass twice the limit; a cut chunk is read again
+  row by row from a savepoint.
 - **PyMySQL** (MySQL, MariaDB): an unbuffered cursor, and the length of every protocol
   packet is checked before the packet is read (:class:`_PacketMeter`).
 - **SQLite**: rows are fetched one at a time, the engine refuses to build any value longer
