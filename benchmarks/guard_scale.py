@@ -65,11 +65,13 @@ def _median_ms(catalog: Catalog, dialect: str) -> float:
 
 
 def _two_passes(sql: str, dialect: str, allowed: frozenset, schema: str | None) -> None:
+    """The guard's pass and the fixed-point pass over its output (what runs when the text
+    does not read back as its tree)."""
+    names = guard._Names(allowed, schema)
     first, _ = guard._guard_once(
-        sql, dialect=dialect, allowed_tables=allowed, default_schema=schema, row_limit=201,
-        bounds=guard._INPUT,
-    )  # fmt: skip
-    guard._refuse_unfaithful_output(first, allowed, schema, 201, dialect)
+        sql, dialect=dialect, names=names, row_limit=201, bounds=guard._INPUT
+    )
+    guard._fixed_point(first, names, 201, dialect)
 
 
 def _per_second(check: Any, queries: list[str], rounds: int = 5) -> float:

@@ -61,6 +61,7 @@ from relay_nb.sql.guard.sizes.model import (
     per_run,
 )
 from relay_nb.sql.guard.sizes.nodes import handler as _handler
+from relay_nb.sql.guard.sizes.plain import builds_no_value
 from relay_nb.sql.guard.sizes.scope import Rel, Scope
 from relay_nb.sql.guard.sizes.steps import check_growth
 from relay_nb.sql.guard.text import fold
@@ -94,6 +95,8 @@ def bound_value_sizes(node: exp.Expr, policy: type[GuardPolicy], found: Findings
     limits: SizeLimits = getattr(policy, "size_limits", None) or SizeLimits()
     text_factor: int = getattr(policy, "size_text_factor", None) or TEXT_FACTOR
     dialect = policy.dialects[0] if policy.dialects else ""
+    if builds_no_value(node, limits):
+        return  # nothing to bound: the analysis below could only agree (sizes/plain.py)
     try:
         _Sizer(node, table, prefixes, limits, dialect, text_factor).run()
     except TooLarge as refusal:

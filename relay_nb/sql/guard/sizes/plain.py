@@ -1,0 +1,62 @@
+"""Trees that build no value: the value-size rule's fast path.
+
+Most analysts' queries read stored values and numbers and compare, join, group, count and
+order them: ``SELECT region, SUM(amount) FROM orders WHERE status = 'paid' GROUP BY 1``. No
+node of such a tree can make a value larger than one stored value (a column, one branch of
+a ``CASE``, a ``MIN``) or a number, so the whole analysis of :mod:`.sizer` could only agree
+that it fits. :func:`builds_no_value` says so from one walk over the node types, checked
+exactly (a subclass of a listed type is not trusted), within the rule's own limits: fewer
+nodes than copies of a stored value a query may hold (``query_multiple``), and no more
+constant text than one value may (``value_bytes``). Anything else — a function outside the
+list, a cast, a concatenation, a recursive CTE, a table function — takes the full analysis.
+``tests/connectors/test_guard_sizes_plain.py`` checks, over public and adversarial corpora,
+that the full analysis finds nothing in every tree this passes.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from relay_nb.sql.guard.sizes.model import SizeLimits
+
+__all__ = ["builds_no_value"]
+
+_PLAIN: frozenset[type[exp.Expr]] = frozenset(
+    {
+        # the statement's structure and names
+        exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Order,
+        exp.Ordered, exp.Limit, exp.Offset, exp.Distinct, exp.Subquery, exp.Union,
+        exp.Intersect, exp.Except, exp.With, exp.CTE, exp.Table, exp.TableAlias, exp.Alias,
+        exp.Column, exp.Identifier, exp.Star, exp.Paren, exp.Tuple,
+        # constants (their text is bounded below)
+        exp.Literal, exp.Null, exp.Boolean,
+        # conditions: a boolean
+        exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is,
+        exp.In, exp.Between, exp.Like, exp.ILike, exp.Exists,
+        # arithmetic: a number
+        exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Round, exp.Abs, exp.Length,
+        # one of their arguments' values
+        exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Min, exp.Max, exp.Lag, exp.Lead,
+        exp.FirstValue, exp.LastValue,
+        # aggregates and ranks: a number
+        exp.Count, exp.Sum, exp.Avg, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile,
+        exp.Window, exp.WindowSpec,
+    }
+)  # fmt: skip
+
+
+def builds_no_value(root: exp.Expr, limits: SizeLimits) -> bool:
+    """Whether no value the tree computes can be larger than one stored value or a number,
+    within ``limits`` (module docstring); False sends the tree to the full analysis."""
+    constants = 0
+    for nodes, node in enumerate(root.walk(), 1):
+        kind = type(node)
+        if nodes >= limits.query_multiple or kind not in _PLAIN:
+            return False
+        if kind is exp.With and node.args.get("recursive"):
+            return False  # a step may add to a value
+        if kind is exp.Literal:
+            constants += len(str(node.this))
+            if constants > limits.value_bytes:
+                return False
+    return True
