@@ -23,7 +23,13 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["STATISTICS_DIALECTS", "Statistics", "statistics_sql", "read_statistics"]
+__all__ = [
+    "STATISTICS_DIALECTS",
+    "Statistics",
+    "large_tables_sql",
+    "read_statistics",
+    "statistics_sql",
+]
 
 STATISTICS_DIALECTS = frozenset({"postgres"})
 """sqlglot dialect names whose planner statistics are read (others are sampled)."""
@@ -79,6 +85,19 @@ def statistics_sql(columns: Sequence[Column]) -> str:
         "ON s.schemaname = t.sch AND s.tablename = t.rel AND s.attname = t.att "
         "JOIN pg_catalog.pg_namespace n ON n.nspname = t.sch "
         "JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.rel"
+    )
+
+
+def large_tables_sql(tables: Sequence[tuple[int, str, str]], min_rows: int) -> str:
+    """One statement: the numbers of the ``(number, schema, table)`` whose estimated row
+    count (``pg_class.reltuples``, kept by ``ANALYZE`` and ``VACUUM``) is at least
+    ``min_rows``. Reads only the catalog."""
+    rows = ", ".join(f"({n}, {_literal(schema)}, {_literal(table)})" for n, schema, table in tables)
+    return (
+        f"SELECT t.tp FROM (VALUES {rows}) AS t(tp, sch, rel) "
+        "JOIN pg_catalog.pg_namespace n ON n.nspname = t.sch "
+        "JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.rel "
+        f"WHERE c.reltuples >= {int(min_rows)}"
     )
 
 
