@@ -228,7 +228,7 @@ def redact_rows(
     if patterns is None:
         return list(columns), rows
     names = [patterns.redact(c) for c in columns]
-    if not rows:
+    if len(rows) == 0:  # (rows may be an array, whose truth is ambiguous)
         return names, rows
     width = len(rows[0])
     if any(len(row) != width for row in rows):

@@ -67,6 +67,13 @@ def test_what_builds_a_value_is_not_passed():
         "SELECT * FROM range(10)",
         f"SELECT '{'x' * 70_000}'",
         "SELECT " + ", ".join(["a"] * 1100) + " FROM t",
+        # found in review: DuckDB builds a struct of a row value, concatenates lists with +,
+        # and max(x, n) is a list of n values; through CTEs each grows per step
+        "SELECT (x, x, x, x, x, x, x, x) AS v FROM t",
+        "WITH a0 AS (SELECT max(id, 1000) AS l FROM t), a1 AS (SELECT l + l AS l FROM a0) "
+        "SELECT l FROM a1",
+        "SELECT max(id, 1000) FROM t",
+        "WITH a AS (SELECT *, * FROM t) SELECT *, * FROM a",
     ):
         assert not builds_no_value(sqlglot.parse_one(sql, read="duckdb"), SizeLimits()), sql
     assert builds_no_value(

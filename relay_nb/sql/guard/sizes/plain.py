@@ -1,9 +1,9 @@
 """Trees that build no value: the value-size rule's fast path.
 
-Most analysts' queries read stored values and numbers and compare, join, group, count and
-order them: ``SELECT region, SUM(amount) FROM orders WHERE status = 'paid' GROUP BY 1``. No
-node of such a tree can make a value larger than one stored value (a column, one branch of
-a ``CASE``, a ``MIN``) or a number, so the whole analysis of :mod:`.sizer` could only agree
+Most analysts' queries read stored values and compare, join, group, count and order them:
+``SELECT region, SUM(amount) FROM orders WHERE status = 'paid' GROUP BY 1``. No node of such
+a tree can make a value larger than one stored value (a column, one branch of a ``CASE``, a
+``MIN``) or a number, so the whole analysis of :mod:`.sizer` could only agree
 that it fits. :func:`builds_no_value` says so from one walk over the node types, checked
 exactly (a subclass of a listed type is not trusted), within the rule's own limits: fewer
 nodes than copies of a stored value a query may hold (``query_multiple``), and no more
@@ -27,14 +27,12 @@ _PLAIN: frozenset[type[exp.Expr]] = frozenset(
         exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Order,
         exp.Ordered, exp.Limit, exp.Offset, exp.Distinct, exp.Subquery, exp.Union,
         exp.Intersect, exp.Except, exp.With, exp.CTE, exp.Table, exp.TableAlias, exp.Alias,
-        exp.Column, exp.Identifier, exp.Star, exp.Paren, exp.Tuple,
+        exp.Column, exp.Identifier, exp.Star, exp.Paren,
         # constants (their text is bounded below)
         exp.Literal, exp.Null, exp.Boolean,
         # conditions: a boolean
         exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is,
         exp.In, exp.Between, exp.Like, exp.ILike, exp.Exists,
-        # arithmetic: a number
-        exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Round, exp.Abs, exp.Length,
         # one of their arguments' values
         exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Min, exp.Max, exp.Lag, exp.Lead,
         exp.FirstValue, exp.LastValue,
@@ -43,18 +41,33 @@ _PLAIN: frozenset[type[exp.Expr]] = frozenset(
         exp.Window, exp.WindowSpec,
     }
 )  # fmt: skip
+"""Not here, though they look harmless: arithmetic (DuckDB's ``+`` concatenates lists, so
+``l + l`` doubles a value, and a chain of CTEs doubles it again at each step), a row value
+``(a, b, …)`` (DuckDB builds a struct of its copies), and anything the dialect writes as a
+function sqlglot does not know."""
+
+
+_ONE_OF = frozenset({exp.Min, exp.Max})
+"""One stored value only with one argument (``max(x)``)."""
 
 
 def builds_no_value(root: exp.Expr, limits: SizeLimits) -> bool:
     """Whether no value the tree computes can be larger than one stored value or a number,
     within ``limits`` (module docstring); False sends the tree to the full analysis."""
     constants = 0
+    stars = 0
     for nodes, node in enumerate(root.walk(), 1):
         kind = type(node)
         if nodes >= limits.query_multiple or kind not in _PLAIN:
             return False
         if kind is exp.With and node.args.get("recursive"):
             return False  # a step may add to a value
+        if kind in _ONE_OF and (node.args.get("count") is not None or node.expressions):
+            return False  # DuckDB's max(x, n): a list of n values; greatest(a, b, …)
+        if kind is exp.Star:
+            stars += 1
+            if stars > 1:
+                return False  # ``SELECT *, *`` over ``SELECT *, *``…: copies per row double
         if kind is exp.Literal:
             constants += len(str(node.this))
             if constants > limits.value_bytes:
