@@ -18,6 +18,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from relay_nb.sql.guard.sizes.model import SizeLimits
+from relay_nb.sql.guard.text import fold
 
 __all__ = ["builds_no_value"]
 
@@ -56,20 +57,32 @@ def builds_no_value(root: exp.Expr, limits: SizeLimits) -> bool:
     within ``limits`` (module docstring); False sends the tree to the full analysis."""
     constants = 0
     stars = 0
+    bare: set[str] = set()
+    relations: set[str] = set()
     for nodes, node in enumerate(root.walk(), 1):
         kind = type(node)
         if nodes >= limits.query_multiple or kind not in _PLAIN:
             return False
-        if kind is exp.With and node.args.get("recursive"):
-            return False  # a step may add to a value
+        if kind is exp.With and (
+            node.args.get("recursive")
+            or any(isinstance(c.this, exp.SetOperation) for c in node.expressions)
+        ):
+            return False  # a step may add to a value (SQLite recurses without RECURSIVE)
         if kind in _ONE_OF and (node.args.get("count") is not None or node.expressions):
             return False  # DuckDB's max(x, n): a list of n values; greatest(a, b, …)
         if kind is exp.Star:
             stars += 1
             if stars > 1:
                 return False  # ``SELECT *, *`` over ``SELECT *, *``…: copies per row double
+        if isinstance(node, exp.Column) and not node.table:
+            bare.add(fold(node.name))
+        elif kind is exp.Table or kind is exp.TableAlias:
+            relations.add(fold(node.name))
+        if kind is exp.Literal and str(node.this).lstrip()[:1] in ("[", "{"):
+            return False  # DuckDB may read it as a list: 16 bytes an element (sizes/nodes.py)
         if kind is exp.Literal:
             constants += len(str(node.this))
             if constants > limits.value_bytes:
                 return False
-    return True
+    # DuckDB reads a relation's bare name as its whole row (a struct of its columns)
+    return not (bare & relations)

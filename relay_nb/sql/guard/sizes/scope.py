@@ -63,6 +63,18 @@ class Rel:
             result = _join(result, Val(Size.stored("*")))
         return result if result is not None else Val(Size())
 
+    def row(self) -> Size:
+        """The whole row as one value: DuckDB reads a relation's bare name in an expression
+        as a struct of all its columns (``SELECT t FROM t``, ``SELECT cte FROM cte``)."""
+        total = Size()
+        for val in self.order:
+            total = total + val.size
+        if self.rest is not None:
+            total = total + self.rest.size
+        if self.stored:
+            total = total + Size.stored("*")
+        return total
+
     def absorb(self, other: Rel) -> None:
         """``SELECT *``: another relation's columns become ours."""
         for name, val in other.ordered:
@@ -178,6 +190,9 @@ class Scope:
                     result = _join(result, found)
             if name in scope.aliases:
                 result = _join(result, scope.aliases[name])
+            whole = scope.sources.get(name)
+            if whole is not None:  # or the relation's whole row (a base table's columns are
+                result = _join(result, Val(whole.row()))  # not known: both readings)
             if result is not None:
                 return result
             scope = scope.outer

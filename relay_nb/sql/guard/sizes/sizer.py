@@ -98,7 +98,9 @@ def bound_value_sizes(node: exp.Expr, policy: type[GuardPolicy], found: Findings
     if builds_no_value(node, limits):
         return  # nothing to bound: the analysis below could only agree (sizes/plain.py)
     try:
-        _Sizer(node, table, prefixes, limits, dialect, text_factor).run()
+        sizer = _Sizer(node, table, prefixes, limits, dialect, text_factor)
+        sizer.implicit_recursion = bool(getattr(policy, "implicit_recursion", False))
+        sizer.run()
     except TooLarge as refusal:
         found.add(PRIORITY, RULE, refusal.message)
     except RecursionError:
@@ -129,6 +131,8 @@ class _Sizer:
         self.probing = 0
         self.totals = Size()
         self._sql_length: int | None = None
+        self.implicit_recursion = False
+        """The family reads a self-naming CTE as recursive without ``RECURSIVE`` (SQLite)."""
         self.budget = _WORK_PER_NODE * sum(1 for _ in root.walk()) + _WORK_BASE
 
     # -- the Context protocol -----------------------------------------------------------
@@ -277,7 +281,8 @@ class _Sizer:
 
     def ctes(self, with_: exp.With, scope: Scope) -> None:
         self.mark(with_)
-        recursive = bool(with_.args.get("recursive"))
+        # SQLite reads a CTE that names itself as recursive without the keyword
+        recursive = bool(with_.args.get("recursive")) or self.implicit_recursion
         for cte in with_.expressions:
             self.mark(cte)
             name, body = fold(cte.alias_or_name), cte.this
