@@ -27,8 +27,9 @@ def _throughput(results: Results) -> Row:
     )
     worst = min(r["per_s"] for r in found.values())
     measured += (
-        "; before the value-size rule's fast path (eede008, the same corpus in one run): "
-        "PostgreSQL 2,247 · MySQL 2,128 · SQLite 1,571 · DuckDB 1,506"
+        "; eede008 (before the value-size rule's fast path), measured twice beside it: "
+        "PostgreSQL 2,247 / 2,450 · MySQL 2,128 / 2,226 · SQLite 1,571 / 1,666 · DuckDB "
+        "1,506 / 1,668 (runs move ±10%)"
     )
     reason = (
         "a query costs two sqlglot parses (the read-back's), two Python tree walks (the "
