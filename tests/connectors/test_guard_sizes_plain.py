@@ -80,4 +80,3 @@ def test_what_builds_a_value_is_not_passed():
         sqlglot.parse_one("SELECT region, SUM(amount) FROM orders WHERE x = 'p' GROUP BY 1"),
         SizeLimits(),
     )
-

@@ -38,7 +38,8 @@ TABLE = """CREATE TABLE {name} (
 
 FILL = """INSERT INTO {name}
 SELECT i,
-       (ARRAY['paid', 'paid', 'paid', 'shipped', 'shipped', 'refunded', 'it''s late'])[1 + mod(i, 7)],
+       (ARRAY['paid', 'paid', 'paid', 'shipped', 'shipped', 'refunded', 'it''s late'])
+           [1 + mod(i, 7)],
        CASE WHEN mod(i, 5) = 0 THEN NULL ELSE (ARRAY['north', 'south'])[1 + mod(i, 2)] END,
        round(mod(i * 7919, 100000) / 100.0, 2) - 20,
        timestamp '2021-03-04 05:06:07' + mod(i * 3547, 1000) * interval '1 day',
