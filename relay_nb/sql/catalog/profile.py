@@ -321,19 +321,14 @@ def _from_statistics(
         found = catalog.tables[table]
         return found.schema_name or catalog.default_schema or "", found.name
 
-    tables = sorted({t.table for t in targets})
-    large: set[int] = set()
-    for start in range(0, len(tables), _TABLES_PER_STATEMENT):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return {}
-        batch = [(table, *where(table)) for table in tables[start : start + _TABLES_PER_STATEMENT]]
-        try:
-            rows = run(large_tables_sql(batch, settings.sample_rows), min(remaining, 5.0))
-        except Exception as exc:
-            _log.debug("no row estimates: %s", type(exc).__name__)
-            return {}
-        large.update(int(row[0]) for row in rows)
+    def find_large(batch: list[_Target]) -> str:
+        return large_tables_sql([(t.table, *where(t.table)) for t in batch], settings.sample_rows)
+
+    one_per_table = list({t.table: t for t in targets}.values())
+    large = {
+        int(row[0])
+        for row in _run_batches(one_per_table, find_large, run, deadline, _TABLES_PER_STATEMENT)
+    }
     targets = [t for t in targets if t.table in large]
     if not targets:
         return {}
@@ -379,10 +374,12 @@ def _run_batches(
     build: Callable[[list[_Target]], str],
     run: Run,
     deadline: float,
+    size: int = _BATCH,
 ) -> Iterator[tuple[Any, ...]]:
-    """Rows of ``build(batch)`` for batches of targets; a failing batch is halved until the
-    failing target is alone (and dropped), so one unreadable table costs only itself."""
-    pending = [targets[i : i + _BATCH] for i in range(0, len(targets), _BATCH)]
+    """Rows of ``build(batch)`` for batches of ``size`` targets; a failing batch is halved
+    until the failing target is alone (and dropped), so one unreadable table costs only
+    itself."""
+    pending = [targets[i : i + size] for i in range(0, len(targets), size)]
     while pending:
         batch = pending.pop(0)
         remaining = deadline - time.monotonic()

@@ -68,7 +68,7 @@ def _literal(text: str) -> str:
 
 def statistics_sql(columns: Sequence[Column]) -> str:
     """One statement: per column with statistics, one row of (table, position, inherited,
-    NULL share, distinct, estimated rows, most common values as JSON, histogram's first and
+    NULL share, estimated rows, most common values as JSON, histogram's first and
     last bound). Columns without statistics have no row. Reads only the catalog."""
     rows = ", ".join(
         f"({c.table}, {c.position}, {_literal(c.schema)}, {_literal(c.relation)}, "
@@ -76,7 +76,7 @@ def statistics_sql(columns: Sequence[Column]) -> str:
         for c in columns
     )
     return (
-        "SELECT t.tp, t.cp, s.inherited, s.null_frac, s.n_distinct, c.reltuples, "
+        "SELECT t.tp, t.cp, s.inherited, s.null_frac, c.reltuples, "
         "array_to_json(s.most_common_vals::text::text[]), "
         "(s.histogram_bounds::text::text[])[1], "
         "(s.histogram_bounds::text::text[])[cardinality(s.histogram_bounds::text::text[])] "
@@ -113,7 +113,7 @@ def read_statistics(
         if key not in chosen or bool(row[2]):
             chosen[key] = row
     found = {}
-    for key, (_, _, _, null_frac, _distinct, reltuples, common, first, last) in chosen.items():
+    for key, (_, _, _, null_frac, reltuples, common, first, last) in chosen.items():
         kind = kinds.get(key)
         if kind is None:
             continue
