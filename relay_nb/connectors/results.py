@@ -221,8 +221,8 @@ def redact_rows(
 
     Column by column: a column of text is searched as one string (its values joined, so every
     value's match is found there too), and only a column where the search finds something
-    is redacted value by value. Numbers, dates and
-    other scalars cannot hold a secret and are not looked at. 100,000 rows cost milliseconds,
+    is redacted value by value. Numbers, dates and other scalars cannot hold a secret and
+    are not looked at. 100,000 rows cost milliseconds,
     not a regex call per cell."""
     patterns = secret_patterns()
     if patterns is None:

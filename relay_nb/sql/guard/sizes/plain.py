@@ -78,10 +78,11 @@ def builds_no_value(root: exp.Expr, limits: SizeLimits) -> bool:
             bare.add(fold(node.name))
         elif kind is exp.Table or kind is exp.TableAlias:
             relations.add(fold(node.name))
-        if kind is exp.Literal and str(node.this).lstrip()[:1] in ("[", "{"):
-            return False  # DuckDB may read it as a list: 16 bytes an element (sizes/nodes.py)
         if kind is exp.Literal:
-            constants += len(str(node.this))
+            text = str(node.this)
+            if text.lstrip()[:1] in ("[", "{"):
+                return False  # DuckDB may read it as a list: 16 bytes an element
+            constants += len(text)
             if constants > limits.value_bytes:
                 return False
     # DuckDB reads a relation's bare name as its whole row (a struct of its columns)
