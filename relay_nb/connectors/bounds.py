@@ -102,7 +102,10 @@ def describe_bytes(size: int, *, decimal: bool = False) -> str:
 def value_size(value: Any, limit: int = _LIMIT_CEILING) -> int:
     """What ``value`` costs once decoded, in bytes; the walk of a nested value stops as soon
     as it passes ``limit`` (the answer is then some number above it)."""
-    if value is None or isinstance(value, bool | float):
+    fixed = _FIXED_SIZES.get(type(value))
+    if fixed is not None:
+        return fixed
+    if isinstance(value, _SMALL_TYPES):
         return _SMALL
     if isinstance(value, str):
         return _text_size(value)
@@ -110,7 +113,7 @@ def value_size(value: Any, limit: int = _LIMIT_CEILING) -> int:
         return len(value)
     if isinstance(value, int):
         return max(_SMALL, (value.bit_length() + 7) // 8)
-    if isinstance(value, dt.date | dt.time | dt.timedelta | uuid.UUID):
+    if isinstance(value, _SIXTEEN_BYTE_TYPES):
         return 16
     if isinstance(value, decimal.Decimal):
         return _SMALL + len(value.as_tuple().digits)
@@ -119,17 +122,14 @@ def value_size(value: Any, limit: int = _LIMIT_CEILING) -> int:
     return sys.getsizeof(value)
 
 
+_SMALL_TYPES = (type(None), bool, float)
+_SIXTEEN_BYTE_TYPES = (dt.date, dt.time, dt.timedelta, uuid.UUID)
 _FIXED_SIZES: dict[type, int] = {
-    type(None): _SMALL,
-    bool: _SMALL,
-    float: _SMALL,
-    dt.date: 16,
-    dt.datetime: 16,
-    dt.time: 16,
-    dt.timedelta: 16,
-    uuid.UUID: 16,
+    **dict.fromkeys(_SMALL_TYPES, _SMALL),
+    **dict.fromkeys((*_SIXTEEN_BYTE_TYPES, dt.datetime), 16),
 }
-"""What :func:`value_size` says of these exact types, whatever the value."""
+"""The price of these exact types, whatever the value (their subclasses are matched by
+``isinstance`` in :func:`value_size`, at the same prices)."""
 _INT64 = 1 << 63
 """An int within 64 bits costs :data:`_SMALL`, as :func:`value_size` prices it."""
 
