@@ -23,6 +23,7 @@ import datetime as dt
 import hashlib
 import random
 import sys
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -42,6 +43,7 @@ __all__ = [
     "expected_rows",
     "drop_scratch_database",
     "expected_seed_digest",
+    "scratch_database",
     "seed_database",
     "seed_digest",
 ]
@@ -561,3 +563,21 @@ def drop_scratch_database(conn: Connection, name: str) -> None:
         conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     except DBAPIError:
         conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+
+
+@contextlib.contextmanager
+def scratch_database(admin_url: str | sa.URL, prefix: str) -> Iterator[str]:
+    """A new, empty database ``<prefix>_<8 hex>`` on the server of ``admin_url`` (PostgreSQL
+    or MariaDB), as a URL with the same login; dropped afterwards, whatever holds it."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(admin_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        try:
+            yield sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as conn:
+                drop_scratch_database(conn, name)
+    finally:
+        admin.dispose()

@@ -13,7 +13,6 @@ Fixture names are a contract other test modules rely on: ``sqlite_shop``, ``duck
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
-from relay_nb.testing.seed import drop_scratch_database, seed_database
+from relay_nb.testing.seed import scratch_database, seed_database
 
 SERVICES_HINT = "run scripts/services start (and source its env file)"
 _DEFAULT_SERVICES_DIR = "/tmp/relay_nb_services"
@@ -141,18 +140,7 @@ def scratch_shop(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sho
     server: ServerURLs = request.getfixturevalue(
         "pg_urls" if kind == "postgres" else "mariadb_urls"
     )
-    name = f"shop_scratch_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(server.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
-        url = sa.make_url(server.admin).set(database=name).render_as_string(hide_password=False)
-        try:
-            seed_database(url)
-            dialect = "postgres" if kind == "postgres" else "mysql"
-            yield ShopDB(dialect=dialect, ro_url=url, admin_url=url, paths=())
-        finally:
-            with admin.connect() as conn:
-                drop_scratch_database(conn, name)
-    finally:
-        admin.dispose()
+    with scratch_database(server.admin, "shop_scratch") as url:
+        seed_database(url)
+        dialect = "postgres" if kind == "postgres" else "mysql"
+        yield ShopDB(dialect=dialect, ro_url=url, admin_url=url, paths=())

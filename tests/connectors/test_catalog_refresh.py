@@ -7,7 +7,6 @@ the PostgreSQL and MariaDB servers), so the shared seeded shop is never altered.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -17,7 +16,7 @@ from sqlalchemy.pool import NullPool
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.connectors.sql.introspect import fingerprint, introspect
 from relay_nb.sql.prompt.render import render_catalog
-from relay_nb.testing.seed import drop_scratch_database
+from relay_nb.testing.seed import scratch_database
 
 # (what changes, the DDL per engine, how the new catalog shows it); None: not expressible
 CHANGES: list[tuple[str, dict[str, str | None]]] = [
@@ -97,16 +96,8 @@ def scratch(request: pytest.FixtureRequest, tmp_path) -> Iterator[tuple[str, str
         yield kind, f"{kind}:///{tmp_path / ('db.' + kind)}"
         return
     urls = request.getfixturevalue("pg_urls" if kind == "postgres" else "mariadb_urls")
-    admin = sa.create_engine(urls.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    name = f"relay_refresh_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    try:
-        yield kind, sa.make_url(urls.admin).set(database=name).render_as_string(False)
-    finally:
-        with admin.connect() as conn:
-            drop_scratch_database(conn, name)
-        admin.dispose()
+    with scratch_database(urls.admin, "relay_refresh") as url:
+        yield kind, url
 
 
 def run(url: str, *statements: str, reader: SQLConnector | None = None) -> None:
@@ -246,12 +237,7 @@ def test_a_render_is_kept_for_the_same_question_until_the_catalog_changes(
 def test_a_renamed_postgres_type_is_seen(request) -> None:
     """A column's type is shown by its name, which lives in pg_type, not in the table's rows."""
     urls = request.getfixturevalue("pg_urls")
-    admin = sa.create_engine(urls.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    name = f"relay_refresh_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = sa.make_url(urls.admin).set(database=name).render_as_string(False)
-    try:
+    with scratch_database(urls.admin, "relay_refresh") as url:
         run(url, "CREATE TYPE mood AS ENUM ('ok', 'sad')", "CREATE TABLE notes (m mood)")
         shop = SQLConnector("shop", url)
         try:
@@ -262,10 +248,6 @@ def test_a_renamed_postgres_type_is_seen(request) -> None:
             assert [c.type for c in after.tables[0].columns] == ["feeling"]
         finally:
             shop.close()
-    finally:
-        with admin.connect() as conn:
-            drop_scratch_database(conn, name)
-        admin.dispose()
 
 
 def test_a_changed_schema_that_cannot_be_read_leaves_no_stale_allowlist(tmp_path) -> None:

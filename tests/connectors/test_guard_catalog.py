@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from relay_nb.errors import UnsafeQueryError
 from relay_nb.sql.guard import lookups as guard_catalog
 from relay_nb.sql.guard import rules as guard_rules
 from relay_nb.sql.guard.query import guard_query
-from relay_nb.testing.seed import ALLOWED_TABLES, drop_scratch_database
+from relay_nb.testing.seed import ALLOWED_TABLES, scratch_database
 
 CORPUS = Path(__file__).with_name("corpus")
 CATALOG_ENTRIES = [
@@ -121,25 +120,18 @@ UNION SELECT typname::text FROM pg_type WHERE oid IN (SELECT t FROM alias_types)
 @pytest.fixture(scope="module")
 def derived_names(pg_urls) -> set[str]:
     """Run :data:`DERIVATION` in a scratch database holding every trusted extension."""
-    admin = sa.create_engine(pg_urls.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    name = f"relay_catalog_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = sa.make_url(pg_urls.admin).set(database=name)
-    scratch = sa.create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        with scratch.connect() as conn:
-            trusted = conn.exec_driver_sql(
-                "SELECT DISTINCT name FROM pg_available_extension_versions WHERE trusted"
-            ).scalars()
-            for extension in sorted(trusted):
-                conn.exec_driver_sql(f'CREATE EXTENSION IF NOT EXISTS "{extension}" CASCADE')
-            return set(conn.exec_driver_sql(DERIVATION).scalars())
-    finally:
-        scratch.dispose()
-        with admin.connect() as conn:
-            drop_scratch_database(conn, name)
-        admin.dispose()
+    with scratch_database(pg_urls.admin, "relay_catalog") as url:
+        scratch = sa.create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+        try:
+            with scratch.connect() as conn:
+                trusted = conn.exec_driver_sql(
+                    "SELECT DISTINCT name FROM pg_available_extension_versions WHERE trusted"
+                ).scalars()
+                for extension in sorted(trusted):
+                    conn.exec_driver_sql(f'CREATE EXTENSION IF NOT EXISTS "{extension}" CASCADE')
+                return set(conn.exec_driver_sql(DERIVATION).scalars())
+        finally:
+            scratch.dispose()
 
 
 def test_every_function_the_server_has_for_oids_is_classified(derived_names: set[str]) -> None:

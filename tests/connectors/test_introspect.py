@@ -21,7 +21,7 @@ from relay_nb.connectors.sql.introspect import introspect
 from relay_nb.connectors.sql.introspect.common import CatalogBuilder, compact_type
 from relay_nb.errors import ConfigurationError
 from relay_nb.sql.catalog.model import Catalog, TableInfo
-from relay_nb.testing.seed import drop_scratch_database
+from relay_nb.testing.seed import scratch_database
 
 # (name, nullable, primary key) per column, in declaration order
 SHOP_TABLES = {
@@ -252,19 +252,9 @@ def test_pg_unknown_schema_is_a_configuration_error(pg_urls):
 def pg_scratch(request) -> Iterator[SimpleNamespace]:
     """A throwaway database, so the shared ``shop`` catalog (and its fingerprints) never move."""
     pg_urls = request.getfixturevalue("pg_urls")
-    admin = sa.make_url(pg_urls.admin)
-    name = f"relay_introspect_{uuid.uuid4().hex[:8]}"
-    server = sa.create_engine(admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    with server.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    try:
-        yield SimpleNamespace(
-            admin=admin.set(database=name), ro=sa.make_url(pg_urls.ro).set(database=name)
-        )
-    finally:
-        with server.connect() as conn:
-            drop_scratch_database(conn, name)
-        server.dispose()
+    with scratch_database(pg_urls.admin, "relay_introspect") as url:
+        admin = sa.make_url(url)
+        yield SimpleNamespace(admin=admin, ro=sa.make_url(pg_urls.ro).set(database=admin.database))
 
 
 def test_pg_lists_views_materialized_views_and_partitioned_parents(pg_scratch):

@@ -9,7 +9,6 @@ the bare driver), never from numbers written here.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -21,7 +20,7 @@ from relay_nb.sql.catalog.model import Catalog, ColumnProfile
 from relay_nb.sql.catalog.profile import ProfileSettings
 from relay_nb.sql.prompt.describe import describe_tables
 from relay_nb.sql.prompt.render import render_catalog
-from relay_nb.testing.seed import drop_scratch_database
+from relay_nb.testing.seed import scratch_database
 
 ROWS = 3000
 SAMPLE = 200
@@ -51,12 +50,7 @@ FROM generate_series(1, {rows}) AS i"""
 def scratch(pg_urls) -> Iterator[str]:
     """A private database with ``analysed`` (statistics read) and ``fresh`` (never
     analysed) holding the same rows."""
-    name = f"profile_stats_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(pg_urls.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
-        url = sa.make_url(pg_urls.admin).set(database=name).render_as_string(hide_password=False)
+    with scratch_database(pg_urls.admin, "profile_stats") as url:
         owner = sa.create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
         try:
             with owner.connect() as conn:
@@ -66,13 +60,7 @@ def scratch(pg_urls) -> Iterator[str]:
                 conn.exec_driver_sql("ANALYZE analysed")
         finally:
             owner.dispose()
-        try:
-            yield url
-        finally:
-            with admin.connect() as conn:
-                drop_scratch_database(conn, name)
-    finally:
-        admin.dispose()
+        yield url
 
 
 def rows_read(url: str, table: str) -> int:

@@ -11,7 +11,6 @@ pool, after which the same state is looked for on the connection the next query 
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -19,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from relay_nb.connectors.sql.connector import SQLConnector
-from relay_nb.testing.seed import ALLOWED_TABLES, drop_scratch_database, seed_database
+from relay_nb.testing.seed import ALLOWED_TABLES, scratch_database, seed_database
 
 # -- fixtures: a private database with functions that leave state behind ----------------------
 
@@ -46,12 +45,7 @@ def owner_db(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """``(dialect, owner URL)`` of a private seeded database holding ``note_state()``."""
     kind = request.param
     server = request.getfixturevalue("pg_urls" if kind == "postgres" else "mariadb_urls")
-    name = f"shop_state_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(server.admin, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = sa.make_url(server.admin).set(database=name).render_as_string(hide_password=False)
-    try:
+    with scratch_database(server.admin, "shop_state") as url:
         seed_database(url)
         owner = sa.create_engine(url, poolclass=NullPool)
         with owner.begin() as conn:
@@ -59,10 +53,6 @@ def owner_db(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
                 conn.exec_driver_sql(ddl)
         owner.dispose()
         yield kind, url
-    finally:
-        with admin.connect() as conn:
-            drop_scratch_database(conn, name)
-        admin.dispose()
 
 
 def _one_connection_engine(url: str) -> sa.Engine:
