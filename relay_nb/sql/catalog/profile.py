@@ -315,7 +315,9 @@ def _from_statistics(
     """Profiles from the engine's planner statistics (:mod:`.statistics`), for the columns
     of tables larger than the sample that it has them for; the rest are sampled. The large
     tables are found first, from the catalog's row estimates in one statement per thousand
-    tables: most tables of most catalogs are small, and their statistics are not read."""
+    tables: most tables of most catalogs are small, and their statistics are not read (a
+    table the sample covers is read whole instead: exact, and as cheap; a small table's
+    statistics keep only values seen more than once)."""
 
     def where(table: int) -> tuple[str, str]:
         found = catalog.tables[table]
@@ -349,9 +351,6 @@ def _from_statistics(
             from_statistics=True,
         )
         for key, found in read_statistics(rows, kinds, settings.max_values).items()
-        # a table the sample covers is read whole instead: exact, and as cheap (the
-        # statistics of a small table keep only values seen more than once)
-        if found.rows >= settings.sample_rows
     }
 
 

@@ -49,8 +49,6 @@ class Statistics(NamedTuple):
     """What the statistics say of one column."""
 
     null_share: float
-    rows: int
-    """The table's estimated row count (``pg_class.reltuples``)."""
     values: tuple[str, ...] | None
     """Every value the statistics saw, most common first; None when there are more (a
     histogram) or none were kept."""
@@ -68,7 +66,7 @@ def _literal(text: str) -> str:
 
 def statistics_sql(columns: Sequence[Column]) -> str:
     """One statement: per column with statistics, one row of (table, position, inherited,
-    NULL share, estimated rows, most common values as JSON, histogram's first and
+    NULL share, most common values as JSON, histogram's first and
     last bound). Columns without statistics have no row. Reads only the catalog."""
     rows = ", ".join(
         f"({c.table}, {c.position}, {_literal(c.schema)}, {_literal(c.relation)}, "
@@ -76,15 +74,13 @@ def statistics_sql(columns: Sequence[Column]) -> str:
         for c in columns
     )
     return (
-        "SELECT t.tp, t.cp, s.inherited, s.null_frac, c.reltuples, "
+        "SELECT t.tp, t.cp, s.inherited, s.null_frac, "
         "array_to_json(s.most_common_vals::text::text[]), "
         "(s.histogram_bounds::text::text[])[1], "
         "(s.histogram_bounds::text::text[])[cardinality(s.histogram_bounds::text::text[])] "
         f"FROM (VALUES {rows}) AS t(tp, cp, sch, rel, att) "
         "JOIN pg_catalog.pg_stats s "
-        "ON s.schemaname = t.sch AND s.tablename = t.rel AND s.attname = t.att "
-        "JOIN pg_catalog.pg_namespace n ON n.nspname = t.sch "
-        "JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.rel"
+        "ON s.schemaname = t.sch AND s.tablename = t.rel AND s.attname = t.att"
     )
 
 
@@ -113,7 +109,7 @@ def read_statistics(
         if key not in chosen or bool(row[2]):
             chosen[key] = row
     found = {}
-    for key, (_, _, _, null_frac, reltuples, common, first, last) in chosen.items():
+    for key, (_, _, _, null_frac, common, first, last) in chosen.items():
         kind = kinds.get(key)
         if kind is None:
             continue
@@ -124,7 +120,6 @@ def read_statistics(
         low, high = _bounds(kind, [*common_values, *(v for v in (first, last) if v is not None)])
         found[key] = Statistics(
             null_share=float(null_frac or 0.0),
-            rows=max(int(reltuples or 0), 0),
             values=values if kind == "text" else None,
             low=low,
             high=high,
