@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from relay_nb.connectors.sql.connector import SQLConnector
+from relay_nb.connectors.sql.readonly import run_read_only
 from relay_nb.sql.catalog.model import Catalog, ColumnProfile
 from relay_nb.sql.catalog.profile import ProfileSettings
 from relay_nb.sql.prompt.describe import describe_tables
@@ -193,3 +194,19 @@ def test_sampled_values_read_a_sample_not_the_table(scratch):
         time.sleep(0.1)
     text_columns = 3  # status, Region, note
     assert 0 < read <= text_columns * SAMPLE
+
+
+def test_profiling_statements_run_without_parallel_workers(scratch):
+    """A parallel scan outlives its statement timeout (seen: 8 s past 4.6 s), so profiling
+    runs with none; a query keeps the server's setting."""
+    connector = SQLConnector("stats", scratch)
+    setting = "SELECT current_setting('max_parallel_workers_per_gather')"
+    try:
+        assert connector._profile_runner()(setting, 5.0) == [("0",)]
+        default = direct(scratch, "SHOW max_parallel_workers_per_gather")[0][0]
+        assert default != "0"  # the check's own dependency: the server allows some
+        assert run_read_only(connector.engine, setting, max_rows=1, timeout_s=5.0).rows == [
+            (default,)
+        ]
+    finally:
+        connector.close()
