@@ -39,6 +39,7 @@ BENCHMARKS = (
     "eval_throughput",
     "spark",
     "big_tables",
+    "many_connectors",
 )
 
 

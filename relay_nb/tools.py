@@ -249,6 +249,11 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self._schema}
 
     @functools.cached_property
+    def declaration_chars(self) -> int:
+        """The length of :meth:`spec` as JSON: what declaring this tool adds to a request."""
+        return len(json.dumps(self.spec()))
+
+    @functools.cached_property
     def _schema(self) -> dict[str, Any]:
         """Built once per tool: generating a JSON schema costs ~0.4 ms, every turn needs it."""
         schema = self.input_model.model_json_schema()

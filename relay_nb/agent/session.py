@@ -37,6 +37,7 @@ from relay_nb.agent.services import EventSink, TurnServices
 from relay_nb.agent.settings import TurnSettings, merge_settings, settings_layer, skill_layer
 from relay_nb.agent.skills import Skill, SkillRegistry
 from relay_nb.agent.tool_calls import ToolOutcome
+from relay_nb.agent.tool_groups import ToolGrouper
 from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S, ConnectorRegistry
 from relay_nb.context import (
@@ -122,6 +123,7 @@ class Session(AsksMany):
         """Recent tool artifacts by call id, taken from ``tool_result`` events: what the
         ``chart`` tool draws from."""
         self._chart_tool = chart_tool(self._results) if charts else None
+        self._tool_groups = ToolGrouper()
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         for connector in connectors:
             self.add_connector(connector)
@@ -394,15 +396,24 @@ class Session(AsksMany):
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _tools_for(self, active: Sequence[Skill], connector_ids: Sequence[str]) -> list[Tool]:
-        tools = [t for cid in connector_ids for t in self.connectors.tools(cid)]
-        extra = (
+    def _tools_for(
+        self, settings: TurnSettings, active: Sequence[Skill], connector_ids: Sequence[str]
+    ) -> list[Tool]:
+        """The connectors' tools (one per kind and verb when theirs would outgrow the
+        window's system allotment: tool_groups.py), the skills' or session's own, the chart
+        tool."""
+        names = (
             list(dict.fromkeys(n for s in active for n in s.tools)) if active else list(self.tools)
         )
-        tools += [self.tools[name] for name in extra]
+        extra = [self.tools[name] for name in names]
         if self._chart_tool is not None and connector_ids:
-            tools.append(self._chart_tool)
-        return tools
+            extra.append(self._chart_tool)
+        tools = self._tool_groups.select(
+            [t for cid in connector_ids for t in self.connectors.tools(cid)],
+            allotment=allocate_budget(settings.context_window).system,
+            taken={tool.name for tool in extra},
+        )
+        return [*tools, *extra]
 
     def _memory(self) -> str | None:
         return None if INDEPENDENT.get() else self.history.memory
@@ -481,7 +492,7 @@ class Session(AsksMany):
         """The services one planned turn works with (its tools, the clarify tool when
         someone can answer it, the runtime its settings choose)."""
         settings, active, connector_ids = planned
-        tools = self._tools_for(active, connector_ids)
+        tools = self._tools_for(settings, active, connector_ids)
         if clarifier is not None and all(tool.name != CLARIFY_TOOL for tool in tools):
             tools = [*tools, clarify_tool(clarifier)]
         return TurnServices(

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
 from relay_nb.context.render import SECTIONS_TOKENS, framed_tokens
+from relay_nb.context.schemas import plan_schemas, squeezed_out_schemas
 from relay_nb.context.types import (
     ContextItem,
     ContextRequest,
@@ -154,13 +155,15 @@ class ContextResolver:
             raise ConfigurationError(f"budget must be a non-negative token count, got {limit!r}")
         sources = list(self._sources)
         request = _with_related_terms(request, sources, self._logger)
-        request = _with_schema_share(request, sources, limit)
+        plan = await plan_schemas(request, sources, limit)
+        request, directory = plan.request, [] if plan.directory is None else [plan.directory]
+        sources = [source for source in sources if source.name not in plan.skipped]
         results = await _gather_all(
             [self._fetch_one(source, request) for source in sources],
         )
-        candidates = _redacted([item for _stats, items in results for item in items])
+        candidates = _redacted([item for _stats, items in results for item in items] + directory)
         kept, dropped = pack_items(candidates, limit)
-        squeezed = _squeezed_out_schemas(sources, kept, dropped)
+        squeezed = squeezed_out_schemas(sources, kept, dropped)
         room = 0 if limit is None else limit - SECTIONS_TOKENS - sum(map(framed_tokens, kept))
         if squeezed and room // len(squeezed) > 0:
             # higher-priority items (guardrails, knowledge) took part of a schema's share:
@@ -174,7 +177,9 @@ class ContextResolver:
                 )
             )
             results = [again.get(stats.source, (stats, items)) for stats, items in results]
-            candidates = _redacted([item for _stats, items in results for item in items])
+            candidates = _redacted(
+                [item for _stats, items in results for item in items] + directory
+            )
             kept, dropped = pack_items(candidates, limit)
         return ResolvedContext(
             kept=kept,
@@ -397,42 +402,3 @@ def _with_related_terms(
     if tuple(terms) == request.related_terms:
         return request
     return request.model_copy(update={"related_terms": tuple(terms)})
-
-
-def _squeezed_out_schemas(
-    sources: list[ContextSource], kept: list[ContextItem], dropped: list[DroppedItem]
-) -> list[ContextSource]:
-    """Schema sources none of whose items made it into the prompt, though some were offered."""
-    shown = {item.source for item in kept}
-    offered = {entry.item.source for entry in dropped} - shown
-    return [
-        source
-        for source in sources
-        if getattr(source, "kind", None) == "schema" and source.name in offered
-    ]
-
-
-def _with_schema_share(
-    request: ContextRequest, sources: list[ContextSource], budget: int | None
-) -> ContextRequest:
-    """``request`` with the tokens each connector schema may use: the budget (less the
-    sections' headings) split evenly among the schema sources this question reads.
-
-    Each schema source sizes itself to its share, so two 10,000-table connectors both appear
-    (ranked by the question) instead of the first filling the budget and the second being
-    dropped whole; a schema that needs less than its share leaves the rest to the items
-    packed after it.
-    """
-    if budget is None:
-        return request
-    schemas = [
-        source
-        for source in sources
-        if getattr(source, "kind", None) == "schema"
-        and (
-            not request.connector_ids
-            or getattr(source, "connector_id", None) in request.connector_ids
-        )
-    ]
-    share = max(0, budget - SECTIONS_TOKENS) // max(1, len(schemas))
-    return request.model_copy(update={"schema_share": share})

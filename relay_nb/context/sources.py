@@ -23,6 +23,7 @@ import asyncio
 import math
 import re
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -81,6 +82,9 @@ class SkillGuardrailsSource:
         ]
 
 
+TERMS_TTL_S = 300.0
+"""How long a connector's words (:meth:`ConnectorSchemaSource.terms`) are reused."""
+
 SCHEMA_TOKENS = 4_000
 """The most a connector's schema takes in a question's prompt, by default: all of a catalog
 that fits, else the tables the question ranks first and a line naming the rest, which the
@@ -119,6 +123,7 @@ class ConnectorSchemaSource:
         self.priority = priority
         self.max_tokens = max_tokens
         self.name = f"schema:{connector.id}"
+        self._terms: tuple[float, frozenset[str]] | None = None
 
     async def prewarm(self, request: ContextRequest) -> None:
         connector = self.connector
@@ -130,6 +135,32 @@ class ConnectorSchemaSource:
                 connector.prompt_context()
 
         await asyncio.to_thread(warm)
+
+    @property
+    def known_terms(self) -> frozenset[str] | None:
+        """:meth:`terms` while they are kept; None when they must be read again."""
+        kept = self._terms
+        if kept is None or time.monotonic() - kept[0] >= TERMS_TTL_S:
+            return None
+        return kept[1]
+
+    async def terms(self) -> frozenset[str]:
+        """The words a question may name this connector's data by: its id, name and
+        description and its objects' names (tables, collections), folded like the
+        question's; read in a worker thread, kept for :data:`TERMS_TTL_S`."""
+        known = self.known_terms
+        if known is not None:
+            return known
+        connector = self.connector
+
+        def read() -> frozenset[str]:
+            words = [connector.id, connector.name, connector.description or ""]
+            names = connector.object_names()
+            return frozenset(question_terms(" ".join([*words, *names]).replace("_", " ")))
+
+        words = await asyncio.to_thread(read)
+        self._terms = (time.monotonic(), words)
+        return words
 
     async def fetch(self, request: ContextRequest) -> list[ContextItem]:
         if request.connector_ids and self.connector.id not in request.connector_ids:

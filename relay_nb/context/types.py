@@ -79,8 +79,10 @@ class ContextSource(Protocol):
     Optional attributes the resolver honours: ``timeout_s`` (float, default 2 s),
     ``async prewarm(request)`` (start slow work early, e.g. schema introspection),
     ``related_terms(request)`` (cheap and synchronous: names the question means, passed to
-    every source as ``request.related_terms``) and ``connector_id`` (the connector the
-    source speaks for: removing the connector removes the source).
+    every source as ``request.related_terms``), ``connector_id`` (the connector the
+    source speaks for: removing the connector removes the source), and for a schema source
+    (``kind = "schema"``) ``async terms()`` and ``known_terms`` (the words its connector
+    holds, by which a question chooses among too many connectors: context/schemas.py).
     """
 
     name: str
