@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from relay_nb.connectors.sql.connector import SQLConnector
 
 ROWS = 100_000
-REPEAT = 3
+REPEAT = 5
 _CREATE = {
     "sqlite": (
         "CREATE TABLE big AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
@@ -66,6 +66,10 @@ def _compare(url: str, *, schemas: list[str] | None = None, table: str = "big") 
     sql = f"SELECT * FROM {table}"
     ours: list[float] = []
     theirs: list[float] = []
+    native: list[float] = []
+    # DuckDB's own DataFrame of the same rows (``.df()``, as JupySQL reads DuckDB), on a
+    # connection of the same engine (a second one to the file would need its settings)
+    duck = engine.raw_connection() if url.startswith("duckdb") else None
     try:
         for _ in range(REPEAT):
             seconds, result = _seconds(lambda: connector.query(sql))
@@ -74,26 +78,18 @@ def _compare(url: str, *, schemas: list[str] | None = None, table: str = "big") 
             assert rows == ROWS and not result.truncated, result
             del result
             theirs.append(_seconds(lambda: pd.read_sql(sa.text(sql), engine))[0])
+            if duck is not None:
+                native.append(_seconds(lambda: duck.driver_connection.execute(sql).df())[0])
     finally:
+        if duck is not None:
+            duck.close()
         connector.close()
     ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
     found = {"rows": rows, "relay_nb_s": ours_s, "read_sql_s": theirs_s, "ratio": ours_s / theirs_s}
-    if url.startswith("duckdb"):
-        native = _duckdb_native(url, sql)
-        found.update(native_s=native, native_ratio=ours_s / native)
+    if native:
+        native_s = statistics.median(native)
+        found.update(native_s=native_s, native_ratio=ours_s / native_s)
     return found
-
-
-def _duckdb_native(url: str, sql: str) -> float:
-    """DuckDB's own DataFrame of the same rows (``.df()``), as JupySQL reads DuckDB."""
-    import duckdb
-
-    conn = duckdb.connect(url.removeprefix("duckdb:///"), read_only=True)
-    try:
-        samples = [_seconds(lambda: conn.execute(sql).df())[0] for _ in range(REPEAT)]
-    finally:
-        conn.close()
-    return statistics.median(samples)
 
 
 def _file_db(kind: str, directory: Path) -> str:

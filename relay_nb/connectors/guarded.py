@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -33,6 +33,9 @@ from relay_nb.sql import (
     render_catalog,
 )
 from relay_nb.tools import Tool, ToolResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DescribeInput", "GuardedSQLConnector", "QueryInput", "tool_inputs"]
 
@@ -176,14 +179,20 @@ class GuardedSQLConnector(Connector):
         budget: ResultBudget,
         elapsed_ms: float,
         temporal_columns: Mapping[str, str] | None = None,
+        frame: pd.DataFrame | None = None,
     ) -> QueryResult:
-        """The result of a checked query from the rows read (at most ``row_limit + 1``)."""
-        truncated = budget.full or len(rows) > self.row_limit
-        kept = rows[: self.row_limit]
+        """The result of a checked query from the rows read (at most ``row_limit + 1``), or
+        from ``frame``, the same rows the engine already made a DataFrame of."""
+        if frame is None:
+            truncated = budget.full or len(rows) > self.row_limit
+            df = build_frame(columns, rows[: self.row_limit], temporal_columns=temporal_columns)
+        else:
+            truncated = budget.full or len(frame) > self.row_limit
+            df = frame if len(frame) <= self.row_limit else frame.iloc[: self.row_limit]
         return QueryResult(
-            df=build_frame(columns, kept, temporal_columns=temporal_columns),
+            df=df,
             executed_sql=guarded.sql,
-            row_count=len(kept),
+            row_count=len(df),
             truncated=truncated,
             elapsed_ms=elapsed_ms,
             connector_id=self.id,

@@ -400,11 +400,12 @@ class SQLConnector(GuardedSQLConnector):
                     budget=budget,
                     query=True,
                     reset_session=bool(guarded.unvetted_functions),
+                    frame=True,
                 )
             )
         except Exception as exc:
             raise self._execution_error(exc, cancel) from None
-        if budget.full and not fetched.rows:
+        if budget.full and not fetched.count:
             raise self._oversized_error()
         return self._result(
             sql,
@@ -414,6 +415,7 @@ class SQLConnector(GuardedSQLConnector):
             budget,
             fetched.elapsed_ms,
             temporal_columns=self._temporal(guarded),
+            frame=fetched.frame,
         )
 
     def _before_run(self, guarded: GuardedQuery) -> None:

@@ -19,8 +19,10 @@ own means:
 - **SQLite**: rows are fetched one at a time, the engine refuses to build any value longer
   than the limit (``SQLITE_LIMIT_LENGTH``, set per call in readonly.py), and the guard bounds
   the values a query can build (the value-size rule).
-- **DuckDB and other drivers**: rows fetched in small batches; DuckDB computes in the
-  kernel, so its values are bounded before they exist, by the guard's size rule.
+- **DuckDB**: a query's result is read as Arrow batches and priced per column
+  (:mod:`~relay_nb.connectors.sql.columnar`), when every column's type allows; else, as
+  **other drivers**, rows are fetched in small batches. DuckDB computes in the kernel, so
+  its values are bounded before they exist, by the guard's size rule.
 - **chDB** (ClickHouse in the kernel): its DB-API cursor reads the whole result at once, so
   the engine bounds it first — ``max_result_rows`` and ``max_result_bytes`` (the result's
   limit plus :data:`WIRE_SLACK_BYTES`) with ``result_overflow_mode = 'break'``, set on the
@@ -35,10 +37,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay_nb.connectors.bounds import ResultBudget
+from relay_nb.connectors.sql.columnar import fetch_duckdb_frame
 from relay_nb.redaction import redact
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "OVERSIZED_ROW",
@@ -68,6 +74,9 @@ class FetchOutcome:
     """Reading stopped before the statement finished (the budget was spent, or more rows
     came than were asked for): a server statement must be cancelled and its connection
     discarded."""
+    frame: pd.DataFrame | None = None
+    """The rows as a DataFrame already (DuckDB's columnar read, :mod:`.columnar`); ``rows``
+    is then empty."""
 
 
 class _WireFull(Exception):
@@ -87,6 +96,7 @@ def fetch_rows(
     max_rows: int,
     budget: ResultBudget,
     row_check: bool = False,
+    frame: bool = False,
 ) -> FetchOutcome:
     """Execute ``sql`` on the checked-out connection ``raw`` and read at most ``max_rows``
     rows within ``budget``; driver errors propagate unchanged.
@@ -94,8 +104,14 @@ def fetch_rows(
     ``row_check``: ``sql`` is a query (the guard's output), so PostgreSQL may run it inside
     :func:`pg_row_bounded`. Off for statements that are not queries (the tests that hand
     writes to the read-only wall directly), which PostgreSQL would not accept as a subquery.
+    ``frame``: the caller wants a DataFrame, which DuckDB then builds from Arrow batches
+    (:mod:`~relay_nb.connectors.sql.columnar`) when every column's type allows.
     """
     driver = raw.driver_connection
+    if frame and backend == "duckdb":
+        columnar = fetch_duckdb_frame(driver, sql, max_rows=max_rows, budget=budget)
+        if columnar is not None:
+            return FetchOutcome(columnar.columns, [], frame=columnar.frame)
     if backend == "postgresql" and engine.dialect.driver == "psycopg":
         return _fetch_psycopg(driver, sql, max_rows, budget, row_check)
     if backend in ("mysql", "mariadb") and engine.dialect.driver == "pymysql":

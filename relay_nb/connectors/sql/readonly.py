@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -62,6 +62,9 @@ from relay_nb.connectors.sql import chdb_session
 from relay_nb.connectors.sql.fetch import WIRE_SLACK_BYTES, fetch_rows
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import redact_url
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CancelHandle",
@@ -109,6 +112,14 @@ class FetchedRows:
     elapsed_ms: float
     budget: ResultBudget | None = None
     """What the byte budget kept, clipped and refused (its ``notes()`` say so)."""
+    frame: pd.DataFrame | None = None
+    """The rows as a DataFrame already (asked with ``frame=True``, where the engine builds
+    one: DuckDB); ``rows`` is then empty."""
+
+    @property
+    def count(self) -> int:
+        """How many rows were read."""
+        return len(self.rows) if self.frame is None else len(self.frame)
 
 
 _CANCEL_REPEAT_S = 0.25
@@ -316,6 +327,7 @@ def run_read_only(
     reset_session: bool = False,
     query: bool = False,
     parallel: bool = True,
+    frame: bool = False,
 ) -> FetchedRows:
     """Run ``sql`` (already guarded) read-only; raise the driver's exception on failure.
 
@@ -328,6 +340,8 @@ def run_read_only(
     by row on the server (:func:`~relay_nb.connectors.sql.fetch.pg_row_bounded`).
     ``parallel=False`` (PostgreSQL) runs it without parallel workers, whose scans a
     statement timeout does not stop at once: what profiling's time budget needs.
+    ``frame=True``: the rows are wanted as a DataFrame (:attr:`FetchedRows.frame`), which
+    DuckDB builds from its own columnar result.
     """
     cancel = cancel or CancelHandle()
     budget = budget or ResultBudget(DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_RESULT_BYTES)
@@ -351,7 +365,14 @@ def run_read_only(
             if cancel.cancelled:  # a cancel that came before the statement: never start it
                 raise QueryCancelled(cancel.reason)
             outcome = fetch_rows(
-                backend, engine, raw, sql, max_rows=max_rows, budget=budget, row_check=query
+                backend,
+                engine,
+                raw,
+                sql,
+                max_rows=max_rows,
+                budget=budget,
+                row_check=query,
+                frame=frame,
             )
             stopped = outcome.stopped and backend in _SERVERS
             if stopped:  # rows are still coming: stop the statement, drop the connection
@@ -361,7 +382,7 @@ def run_read_only(
             timer.cancel()
         clean = True
         elapsed = (time.perf_counter() - started) * 1000
-        return FetchedRows(outcome.columns, outcome.rows, elapsed, budget)
+        return FetchedRows(outcome.columns, outcome.rows, elapsed, budget, outcome.frame)
     except Exception as exc:
         if _is_disconnect(engine, exc, raw):
             raise DatabaseUnavailable("lost") from exc
@@ -506,6 +527,7 @@ def _begin_read_only(
                 raw.info["relay_duckdb_checked"] = True
             # a seed no earlier query chose: setseed() outlives the call
             cursor.execute(f"SELECT setseed({_fresh_seed()!r})")
+            cursor.fetchall()  # read to the end: DuckDB 2 runs nothing else before
         elif backend == "sqlite":
             # remember the connection's own setting: an engine the caller passed in must get
             # its connections back as they were (our own engines are query_only from connect)
