@@ -13,19 +13,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relay_nb.agent.routing import ModelSetting
-from relay_nb.eval.attempts import EvalEstimate
-from relay_nb.eval.bank import QuestionBank, load_bank
-from relay_nb.eval.report import EvalReport
-from relay_nb.eval.run import EvalProgress, estimate_eval, run_eval
 from relay_nb.facade.loop_thread import blocking, run_sync
 
 if TYPE_CHECKING:
+    from relay_nb.agent.routing import ModelSetting
     from relay_nb.agent.session import Session
+    from relay_nb.eval.attempts import EvalEstimate
+    from relay_nb.eval.bank import QuestionBank
+    from relay_nb.eval.report import EvalReport
+    from relay_nb.eval.run import EvalProgress
+
+    BankInput = QuestionBank | str | Path
 
 __all__ = ["Evaluates"]
 
-BankInput = QuestionBank | str | Path
+# relay_nb.eval (and the sqlglot, YAML and comparison code it brings) loads on the first
+# evaluation, not with the facade: most sessions never run one
 
 
 class Evaluates:
@@ -60,6 +63,9 @@ class Evaluates:
         ``$RELAY_DATA_DIR/evals/`` (a folder: in it; a file: there; False: nowhere).
         ``report.compare()`` then diffs it against the previous run of the bank.
         """
+        from relay_nb.eval.bank import load_bank
+        from relay_nb.eval.run import estimate_eval, run_eval
+
         loaded = load_bank(bank)
         if estimate is None:
             estimate = await estimate_eval(
@@ -90,6 +96,9 @@ class Evaluates:
     ) -> EvalEstimate:
         """What :meth:`evaluate` should cost on ``bank`` (nothing is asked; the estimate's
         ``basis`` says what it assumes)."""
+        from relay_nb.eval.bank import load_bank
+        from relay_nb.eval.run import estimate_eval
+
         return run_sync(
             estimate_eval(self._engine, load_bank(bank), model=model, repeat=repeat, batch=batch)
         )

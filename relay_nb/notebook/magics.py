@@ -38,7 +38,6 @@ from relay_nb.notebook.command import (
     interpolate,
     parse_command,
 )
-from relay_nb.notebook.evaluation import run_eval_cell
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
@@ -408,6 +407,10 @@ class RelayMagics(Magics):
         print(line)
 
     def _eval(self, command: Command) -> None:
+        # the evaluation code (and what it brings: YAML, the comparisons) loads with the
+        # first %relay --eval, not with %load_ext
+        from relay_nb.notebook.evaluation import run_eval_cell
+
         options = command.options
         report = run_eval_cell(
             self._session(),
