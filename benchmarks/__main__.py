@@ -40,6 +40,7 @@ BENCHMARKS = (
     "spark",
     "big_tables",
     "many_connectors",
+    "fresh_kernel",
 )
 
 

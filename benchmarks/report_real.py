@@ -82,4 +82,39 @@ def _many_connectors(results: Results) -> Row:
     return Row(metric, target, measured, within and sublinear, "a turn reads every connector")
 
 
-REAL_ROWS: tuple[Callable[[Results], Row], ...] = (_big_table, _profile_rows, _many_connectors)
+def _fresh_kernel(results: Results) -> Row:
+    metric = (
+        "fresh process: `%load_ext` + connect + a first answer (SQLite, scripted model) vs "
+        "JupySQL's `%load_ext sql` + `%sql` (shell · real kernel)"
+    )
+    target = "≤ 1.0x its time and peak memory"
+    shell, kernel = get(results, "fresh_kernel", "shell"), get(results, "fresh_kernel", "kernel")
+    if shell is None or "ratio_ms_vs_jupysql" not in shell:
+        return missing(metric, target, "fresh_kernel (with the peer environment)")
+    runs = [(label, run) for label, run in (("shell", shell), ("kernel", kernel)) if run]
+    measured = " · ".join(
+        f"{label} {run['ratio_ms_vs_jupysql']:.2f}x ({run['relay_nb_ms']:.0f} vs "
+        f"{run['jupysql_ms']:.0f} ms), memory {run['ratio_mb_vs_jupysql']:.2f}x "
+        f"({run['relay_nb_peak_mb']:.0f} vs {run['jupysql_peak_mb']:.0f} MB)"
+        for label, run in runs
+    )
+    measured += (
+        "; before (4fea375, the same benchmark): shell 1.02x, memory 0.97x; kernel 1.02x, "
+        "memory 0.98x (the evaluation code, sqlglot and YAML loaded at `%load_ext`)"
+    )
+    met = all(
+        run["ratio_ms_vs_jupysql"] <= 1.0 and run["ratio_mb_vs_jupysql"] <= 1.0 for _, run in runs
+    )
+    reason = (
+        "run to run, samples of one side spread by ±15%, so ratios near 1 move either way; "
+        "relay_nb imports pandas at the first result and the connector kinds at `%load_ext`"
+    )
+    return Row(metric, target, measured, met, reason)
+
+
+REAL_ROWS: tuple[Callable[[Results], Row], ...] = (
+    _big_table,
+    _profile_rows,
+    _many_connectors,
+    _fresh_kernel,
+)
