@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.eval.attempts import Attempt, EvalEstimate, eval_dir
+from relay_nb.markup import NO_MATH_CLASSES, keep_dollars
 from relay_nb.redaction import redact
 
 if TYPE_CHECKING:
@@ -430,8 +431,9 @@ def diff_summary(diff: EvalDiff) -> str:
 def diff_html(diff: EvalDiff) -> str:
     lines = diff_summary(diff).splitlines()
     items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines[1:])
-    return (
-        f'<div class="relay-eval-diff"><p><b>{html.escape(lines[0])}</b></p><ul>{items}</ul></div>'
+    return keep_dollars(
+        f'<div class="relay-eval-diff {NO_MATH_CLASSES}"><p><b>{html.escape(lines[0])}</b></p>'
+        f"<ul>{items}</ul></div>"
     )
 
 
@@ -461,8 +463,8 @@ def report_html(report: EvalReport) -> str:
             f"<td>{a.input_tokens + a.output_tokens:,}</td><td>{cost}</td>"
             f"<td>{a.latency_ms:,.0f} ms</td></tr>"
         )
-    return (
-        '<div class="relay-eval">'
+    return keep_dollars(
+        f'<div class="relay-eval {NO_MATH_CLASSES}">'
         f"<p><b>{esc(report_headline(report))}</b></p>"
         "<table><thead><tr><th>tag</th><th>right</th><th>accuracy</th></tr></thead>"
         f"<tbody>{tag_rows}</tbody></table>"

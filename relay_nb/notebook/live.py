@@ -32,6 +32,7 @@ from typing import Any
 
 from relay_nb.agent.events import Event
 from relay_nb.agent.turn_result import TurnResult
+from relay_nb.markup import NO_MATH_CLASSES, keep_dollars
 from relay_nb.notebook.view import turn_bundle
 from relay_nb.runtime.types import Usage
 from relay_nb.views import (
@@ -87,7 +88,7 @@ class LiveTurnView:
         self.calls = widgets.VBox([])
         self.answer = widgets.HTML("")
         self.usage = widgets.HTML("")
-        header = widgets.HTML(f"<b>Q:</b> {html.escape(question)}")
+        header = widgets.HTML(keep_dollars(f"<b>Q:</b> {html.escape(question)}"))
         self.box = widgets.VBox([header, self.status, self.calls, self.answer, self.usage])
 
     # -- display ------------------------------------------------------------------------------
@@ -164,9 +165,11 @@ class LiveTurnView:
         if call is not None:
             self._show_call(call)
         if event.type == "text_delta" or (discarded and not self.view.answer):
-            escaped = html.escape(self.view.answer)
+            escaped = keep_dollars(html.escape(self.view.answer))
             self.answer.value = (
-                f'<div style="white-space:pre-wrap">{escaped}</div>' if escaped else ""
+                f'<div class="{NO_MATH_CLASSES}" style="white-space:pre-wrap">{escaped}</div>'
+                if escaped
+                else ""
             )
         if event.type == "usage":
             self._show_usage()
@@ -249,9 +252,9 @@ class LiveTurnView:
         total = self.session_before + usage
         turn_line = describe_usage(usage, self.view.model, simulated=self.view.simulated)
         session_cost = "unknown" if total.cost_usd is None else f"${total.cost_usd:.4f}"
-        self.usage.value = (
-            f'<span style="color:{MUTED_COLOR}">this turn: {html.escape(turn_line)} · '
-            f"session: {session_cost}</span>"
+        self.usage.value = keep_dollars(
+            f'<span class="{NO_MATH_CLASSES}" style="color:{MUTED_COLOR}">this turn: '
+            f"{html.escape(turn_line)} · session: {session_cost}</span>"
         )
 
     # -- approval (called on relay_nb's loop thread; clicks arrive on the cell's thread) -------

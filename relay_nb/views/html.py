@@ -30,6 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from relay_nb.agent.turn_result import TurnResult
+from relay_nb.markup import NO_MATH_CLASSES, keep_dollars
 from relay_nb.views.model import CallView, TurnView
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ HTML_PREVIEW_ROWS = 20
 MUTED_COLOR = "var(--jp-ui-font-color2,#616161)"
 ERROR_COLOR = "var(--jp-error-color1,#d32f2f)"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_AMOUNT = re.compile(r"\$[0-9][0-9,.]*")
 _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
     ".relay-turn details{margin:4px 0;border-left:3px solid var(--jp-border-color1,#8aa);"
@@ -70,7 +70,7 @@ _STYLE = (
 def turn_html(turn: TurnResult | TurnView, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
     """The whole saved trace of ``turn`` as one HTML fragment."""
     view = turn if isinstance(turn, TurnView) else TurnView.of(turn)
-    parts = [_STYLE, '<div class="relay-turn">']
+    parts = [f'<div class="relay-turn {NO_MATH_CLASSES}">']
     parts.append(f'<div class="relay-question"><b>Q:</b> {html.escape(view.question)}</div>')
     for call in view.calls:
         parts.append(_call_html(call, max_rows, opened=view.opened(call)))
@@ -83,7 +83,7 @@ def turn_html(turn: TurnResult | TurnView, *, max_rows: int = HTML_PREVIEW_ROWS)
     for warning in view.warnings:
         parts.append(f'<div class="relay-usage">⚠ {html.escape(warning)}</div>')
     parts.append(f'<div class="relay-usage">{html.escape(view.usage_line())}</div></div>')
-    return one_line("".join(parts))
+    return one_line(_STYLE + keep_dollars("".join(parts)))
 
 
 def one_line(fragment: str) -> str:
@@ -123,13 +123,11 @@ def status_line_html(line: str) -> str:
 
     JupyterLab typesets the text between two ``$`` of an HTML output as TeX, so
     ``$0.004 model · ≈ 1.2 GB scanned (≈ $0.0075`` would come out as one italic formula. The
-    line's element carries MathJax's ignore classes (``mathjax_ignore``; ``tex2jax_ignore``
-    for MathJax 2 and 3), and each amount is an element of its own, so no two ``$`` share a
-    run of text for a typesetter that knows neither class."""
-    shown = _AMOUNT.sub(lambda m: f"<span>{m.group()}</span>", html.escape(line))
+    line's element carries MathJax's ignore classes, and each ``$`` is an element of its own
+    (:mod:`relay_nb.markup`)."""
     return (
-        f'<div class="relay-status mathjax_ignore tex2jax_ignore" style="color:{MUTED_COLOR}">'
-        f"{shown}</div>"
+        f'<div class="relay-status {NO_MATH_CLASSES}" style="color:{MUTED_COLOR}">'
+        f"{keep_dollars(html.escape(line))}</div>"
     )
 
 
@@ -165,7 +163,7 @@ def answer_html(markdown: str) -> str:
     """The answer's Markdown as HTML: no raw HTML, no links, no images (see module docstring)."""
     if not markdown.strip():
         return "<i>(no answer)</i>"
-    return _markdown().render(markdown)
+    return keep_dollars(_markdown().render(markdown))
 
 
 @cache

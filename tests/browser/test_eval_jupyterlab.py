@@ -79,5 +79,6 @@ def test_a_bank_runs_with_a_progress_bar_and_leaves_a_static_report(open_noteboo
         expect(area).to_contain_text("wrong values")
         expect(area).to_contain_text("the first saved run of this bank")
         expect(area.locator(".jupyter-widgets")).to_have_count(0)
+        expect(area.locator("mjx-container")).to_have_count(0)  # its costs stay money
         assert "accuracy: 0.8333" in nb.output(LAST_CELL).inner_text()
         nb.screenshot("jupyterlab-eval.png")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from relay_nb import Relay, ScriptedRuntime
+from relay_nb.markup import keep_dollars
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.runtime.types import Usage
 from relay_nb.testing.shell import TestingShell
@@ -48,7 +49,7 @@ def test_events_drive_the_widgets_and_the_trace_replaces_them(
     assert "done (stop)" in view.status.value
     assert "this turn: scripted model, priced as claude-haiku-4-5" in view.usage.value
     session_total = 0.01 + turn.usage.cost_usd
-    assert f"session: ${session_total:.4f}" in view.usage.value
+    assert keep_dollars(f"session: ${session_total:.4f}") in view.usage.value
 
 
 def test_the_magic_shows_widgets_then_leaves_only_the_static_trace(

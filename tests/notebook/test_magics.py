@@ -308,4 +308,4 @@ def test_a_turn_as_a_cells_last_line_shows_its_trace(
     data, _metadata = shell.ip.display_formatter.format(turn)  # what the Out shows
     text, page = data["text/plain"], data["text/html"]
     assert "\n" not in text and text.startswith("TurnResult(question='how many products?'")
-    assert 'class="relay-turn"' in page and "There are 20 products." in page
+    assert 'class="relay-turn ' in page and "There are 20 products." in page
