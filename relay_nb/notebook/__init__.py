@@ -40,7 +40,7 @@ def load_ipython_extension(shell: Any) -> None:
     analyst can fix it and run ``%relay --config FILE``."""
     from relay_nb.facade.config import CONFIG_FILENAME
     from relay_nb.notebook.magics import RelayMagics
-    from relay_nb.notebook.questions import protect_question_marks
+    from relay_nb.notebook.questions import protect_question_marks, rescue_current_cell
 
     magics = RelayMagics(shell=shell)
     shell.register_magics(magics)
@@ -48,6 +48,7 @@ def load_ipython_extension(shell: Any) -> None:
     cleanup = shell.input_transformers_cleanup
     if protect_question_marks not in cleanup:  # %reload_ext must not add it twice
         cleanup.append(protect_question_marks)
+    rescue_current_cell(shell)  # this cell's own questions were read before the line above
     path = os.environ.get("RELAY_CONFIG") or (
         CONFIG_FILENAME if os.path.exists(CONFIG_FILENAME) else None
     )

@@ -5,13 +5,21 @@ IPython reads a line ending in ``?`` as a request for help on the last word — 
 cleanup transformer, registered by ``%load_ext relay_nb``, rewrites a ``%relay`` line (also
 ``x = %relay …``) into the explicit magic call before IPython's help rule sees it. Cell magics
 (``%%relay``) need nothing: IPython hands their body over verbatim.
+
+The cell that loads the extension was read before the transformer existed: in the README's
+first block (``%load_ext relay_nb``, ``%relay --connect …``, ``%relay … quarter?`` in one
+cell) IPython has already made the question a ``pinfo quarter``. :func:`rescue_current_cell`
+reads that cell's raw text from the history and, for the rest of the cell only, answers each
+such ``pinfo`` by asking the question it replaced.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["protect_question_marks"]
+__all__ = ["protect_question_marks", "rescue_current_cell"]
 
 _LINE = re.compile(r"^(?P<indent>\s*)(?:(?P<target>[A-Za-z_][\w.]*)\s*=\s*)?%relay(?P<rest>\s.*)?$")
 
@@ -31,3 +39,53 @@ def protect_question_marks(lines: list[str]) -> list[str]:
         newline = "\n" if line.endswith("\n") else ""
         result.append(f"{indent}{assign}{call}{newline}")
     return result
+
+
+_LOADS = re.compile(r"^\s*%(?:re)?load_ext\s+relay_nb\b")
+
+
+def questions_after_load(raw_cell: str) -> list[str]:
+    """The ``%relay …?`` lines' arguments that follow ``%load_ext relay_nb`` in ``raw_cell``,
+    in order: the lines IPython turned into help requests before the extension was loaded."""
+    lines = raw_cell.splitlines()
+    start = next((i for i, line in enumerate(lines) if _LOADS.match(line)), None)
+    if start is None:
+        return []
+    found = []
+    for line in lines[start + 1 :]:
+        match = _LINE.match(line)
+        if match is not None and not match.group("target") and line.rstrip().endswith("?"):
+            found.append((match.group("rest") or "").strip())
+    return found
+
+
+def rescue_current_cell(shell: Any) -> None:
+    """Ask the ``%relay …?`` questions of the cell now loading the extension, which IPython
+    made help requests (``pinfo``) before the protecting transformer existed; the help
+    magics are themselves again once the cell has run."""
+    history = getattr(shell, "history_manager", None)
+    raw = getattr(history, "input_hist_raw", None) or [""]
+    pending = questions_after_load(raw[-1])
+    if not pending:
+        return
+    magics = shell.magics_manager.magics["line"]
+    originals = {name: magics.get(name) for name in ("pinfo", "pinfo2")}
+
+    def answering(original: Callable[..., Any] | None) -> Callable[[str], Any]:
+        def pinfo(parameter_s: str = "", *args: Any, **kwargs: Any) -> Any:
+            if pending:
+                return shell.run_line_magic("relay", pending.pop(0))
+            return original(parameter_s, *args, **kwargs) if original is not None else None
+
+        return pinfo
+
+    for name, original in originals.items():
+        magics[name] = answering(original)
+
+    def restore(*_: Any) -> None:
+        for name, original in originals.items():
+            if original is not None:
+                magics[name] = original
+        shell.events.unregister("post_run_cell", restore)
+
+    shell.events.register("post_run_cell", restore)
