@@ -48,7 +48,7 @@ def load_ipython_extension(shell: Any) -> None:
     cleanup = shell.input_transformers_cleanup
     if protect_question_marks not in cleanup:  # %reload_ext must not add it twice
         cleanup.append(protect_question_marks)
-    rescue_current_cell(shell)  # this cell's own questions were read before the line above
+        rescue_current_cell(shell)  # this cell's own questions were read before the line above
     path = os.environ.get("RELAY_CONFIG") or (
         CONFIG_FILENAME if os.path.exists(CONFIG_FILENAME) else None
     )

@@ -44,25 +44,35 @@ def protect_question_marks(lines: list[str]) -> list[str]:
 _LOADS = re.compile(r"^\s*%(?:re)?load_ext\s+relay_nb\b")
 
 
-def questions_after_load(raw_cell: str) -> list[str]:
-    """The ``%relay …?`` lines' arguments that follow ``%load_ext relay_nb`` in ``raw_cell``,
-    in order: the lines IPython turned into help requests before the extension was loaded."""
+_PINFO = re.compile(r"get_ipython\(\)\.run_line_magic\('(pinfo2?)', '(.*)'\)\s*$")
+
+
+def questions_after_load(raw_cell: str) -> list[tuple[str, str]]:
+    """For each ``%relay …?`` line after ``%load_ext relay_nb`` in ``raw_cell``, in order:
+    the help request IPython made of it (``pinfo quarter``) and the line's arguments."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
     lines = raw_cell.splitlines()
     start = next((i for i, line in enumerate(lines) if _LOADS.match(line)), None)
     if start is None:
         return []
+    reader = TransformerManager()
     found = []
     for line in lines[start + 1 :]:
         match = _LINE.match(line)
-        if match is not None and not match.group("target") and line.rstrip().endswith("?"):
-            found.append((match.group("rest") or "").strip())
+        if match is None or match.group("target") or not line.rstrip().endswith("?"):
+            continue
+        made = _PINFO.match(reader.transform_cell(line.strip()).strip())
+        if made is not None:  # what IPython made of the line, read the way it reads it
+            found.append((f"{made.group(1)} {made.group(2)}", (match.group("rest") or "").strip()))
     return found
 
 
 def rescue_current_cell(shell: Any) -> None:
     """Ask the ``%relay …?`` questions of the cell now loading the extension, which IPython
-    made help requests (``pinfo``) before the protecting transformer existed; the help
-    magics are themselves again once the cell has run."""
+    made help requests (``pinfo``) before the protecting transformer existed. Each help
+    request is matched to the line it came from (a real ``df?`` in the same cell still gets
+    its help); the help magics are themselves again once the cell has run."""
     history = getattr(shell, "history_manager", None)
     raw = getattr(history, "input_hist_raw", None) or [""]
     pending = questions_after_load(raw[-1])
@@ -71,21 +81,22 @@ def rescue_current_cell(shell: Any) -> None:
     magics = shell.magics_manager.magics["line"]
     originals = {name: magics.get(name) for name in ("pinfo", "pinfo2")}
 
-    def answering(original: Callable[..., Any] | None) -> Callable[[str], Any]:
+    def answering(name: str, original: Callable[..., Any] | None) -> Callable[..., Any]:
         def pinfo(parameter_s: str = "", *args: Any, **kwargs: Any) -> Any:
-            if pending:
-                return shell.run_line_magic("relay", pending.pop(0))
+            if pending and pending[0][0] == f"{name} {parameter_s}":
+                return shell.run_line_magic("relay", pending.pop(0)[1])
             return original(parameter_s, *args, **kwargs) if original is not None else None
 
         return pinfo
 
     for name, original in originals.items():
-        magics[name] = answering(original)
+        magics[name] = answering(name, original)
 
     def restore(*_: Any) -> None:
         for name, original in originals.items():
             if original is not None:
                 magics[name] = original
+        pending.clear()
         shell.events.unregister("post_run_cell", restore)
 
     shell.events.register("post_run_cell", restore)

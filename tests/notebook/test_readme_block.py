@@ -76,7 +76,9 @@ def test_the_readme_block_in_one_cell_asks_its_question_twice(tmp_path: Path) ->
         assert "$1,200.50" in shown and "Q: which customers spent the most last quarter?" in shown
 
 
-def test_only_the_questions_after_the_load_line_are_taken():
-    cell = "%relay early?\n%load_ext relay_nb\nx = %relay apart?\n%relay a?\nprint(1)\n %relay b??"
-    assert questions_after_load(cell) == ["a?", "b??"]
+def test_only_the_questions_after_the_load_line_are_taken_as_ipython_read_them():
+    cell = (
+        "%relay early?\n%load_ext relay_nb\nx = %relay apart?\n%relay a b?\nprint(1)\n %relay c??"
+    )
+    assert questions_after_load(cell) == [("pinfo b", "a b?"), ("pinfo2 c", "c??")]
     assert questions_after_load("%relay a?") == []
