@@ -42,15 +42,44 @@ def load_ipython_extension(shell: Any) -> None:
     from relay_nb.notebook.magics import RelayMagics
     from relay_nb.notebook.questions import protect_question_marks, rescue_current_cell
 
-    magics = RelayMagics(shell=shell)
-    shell.register_magics(magics)
+    loaded = shell.magics_manager.registry.get("RelayMagics")
+    magics = loaded if isinstance(loaded, RelayMagics) else RelayMagics(shell=shell)
+    if magics is not loaded:
+        shell.register_magics(magics)
     show_turns_as_traces(shell)
     cleanup = shell.input_transformers_cleanup
     if protect_question_marks not in cleanup:  # %reload_ext must not add it twice
         cleanup.append(protect_question_marks)
         rescue_current_cell(shell)  # this cell's own questions were read before the line above
+    _quiet_reruns(shell)
     path = os.environ.get("RELAY_CONFIG") or (
         CONFIG_FILENAME if os.path.exists(CONFIG_FILENAME) else None
     )
-    if path:
+    stamp = _stamp(path) if path else None
+    if path and magics.config_read != stamp:  # a re-run reads an unchanged one once
         magics.load_config_file(path)
+        magics.config_read = stamp  # after a read that succeeded: a broken one says so again
+
+
+def _stamp(path: str) -> tuple[str, float | None]:
+    """The config file and when it last changed (None: missing, which its read reports)."""
+    try:
+        return os.path.abspath(path), os.path.getmtime(path)
+    except OSError:
+        return os.path.abspath(path), None
+
+
+def _quiet_reruns(shell: Any) -> None:
+    """Let the cell that ran ``%load_ext relay_nb`` run again without IPython's two lines
+    ("already loaded … use %reload_ext"): once the cell has run, the extension is taken off
+    IPython's list of loaded ones, so the next ``%load_ext`` calls this module again, which
+    then keeps the magics (and their state) it registered."""
+    manager = getattr(shell, "extension_manager", None)
+    if manager is None:
+        return
+
+    def forget(*_: Any) -> None:
+        manager.loaded.discard(__name__.rsplit(".", 1)[0])
+        shell.events.unregister("post_run_cell", forget)
+
+    shell.events.register("post_run_cell", forget)

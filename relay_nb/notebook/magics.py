@@ -94,6 +94,9 @@ class RelayMagics(Magics):
     show_sql_cell = Bool(
         False, help="Like --sql on every question: put the last SQL into a new cell."
     ).tag(config=True)
+    config_read: tuple[str, float | None] | None = None
+    """The config file ``%load_ext`` read last, and when it had changed then: a re-run of
+    the cell reads an unchanged one no more (relay_nb/notebook/__init__.py)."""
 
     @validate("model")
     def _model_applies_now(self, proposal: Any) -> Any:
@@ -189,7 +192,8 @@ class RelayMagics(Magics):
             for name, o in SETTINGS.items()
             if o.trait and own_before[o.trait] != getattr(self, o.trait)
         ]
-        print(f"for every question now: {', '.join(changes)}" if changes else "nothing changed")
+        if changes:  # a re-run cell that changes nothing says nothing
+            print(f"for every question now: {', '.join(changes)}")
 
     def _ask(self, command: Command) -> NotebookTurn:
         from IPython.display import display

@@ -243,7 +243,7 @@ def test_settings_alone_on_a_line_apply_to_every_later_question(
     assert run.stdout == (
         "for every question now: max_steps 8 -> 1, max_cost_usd None -> 0.5, rows 20 -> 3\n"
     )
-    assert shell.run("%relay --max-steps 1 --rows 3").stdout == "nothing changed\n"
+    assert shell.run("%relay --max-steps 1 --rows 3").stdout == ""  # nothing changed
     model.add(query(COUNT), query(COUNT), {"text": "unused"})
     first = shell.run("%relay count products")
     second = shell.run("%relay list products")  # the settings hold for the next one too

@@ -74,6 +74,9 @@ def test_the_readme_block_in_one_cell_asks_its_question_twice(tmp_path: Path) ->
         shown = _outputs(run)
         assert "not found" not in shown and "Traceback" not in shown, shown
         assert "$1,200.50" in shown and "Q: which customers spent the most last quarter?" in shown
+    again = _outputs(notebook.cells[1])  # the same cell re-run: the answer, not noise
+    assert "already loaded" not in again and "nothing changed" not in again, again
+    assert "for every question now" not in again
 
 
 def test_only_the_questions_after_the_load_line_are_taken_as_ipython_read_them():
