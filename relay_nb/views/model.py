@@ -305,7 +305,7 @@ def describe_usage(
     """One line: model, calls, tokens (flagged when estimated), cost or "cost unknown".
 
     For a scripted or replayed turn (``simulated``) the model is named as such and the cost
-    is marked as not spent (see :func:`model_label`).
+    is marked as not spent (see :func:`model_label`); unpriced, it reads "nothing spent".
     """
     parts = [model_label(model, simulated)]
     if calls is not None:
@@ -317,7 +317,9 @@ def describe_usage(
     if usage.estimated:
         tokens += " (estimated)"
     parts.append(tokens)
-    if usage.cost_usd is None:
+    if usage.cost_usd is None and simulated:
+        parts.append("nothing spent")  # a script or a recording answered: no model was paid
+    elif usage.cost_usd is None:
         parts.append("cost unknown")
     elif simulated:
         parts.append(f"${usage.cost_usd:.4f} (not spent)")
