@@ -11,7 +11,7 @@ from relay_nb import ConfigurationError, SQLConnector
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("not a url", "not a database URL; use a SQLAlchemy URL such as sqlite:///"),
+        ("not a url", "not a database URL or a database file that exists; use a path to a SQLite"),
         ("notadb://u@h/db", "unknown database kind 'notadb'"),
         (
             "postgresql+asyncpg://u:hunter2@127.0.0.1/db",

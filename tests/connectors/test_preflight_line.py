@@ -25,6 +25,7 @@ from relay_nb.connectors.preflight import (
 )
 from relay_nb.connectors.sql.connector import SQLConnector
 from relay_nb.errors import ConfigurationError
+from relay_nb.markup import keep_dollars
 from relay_nb.runtime.scripted import ScriptedRuntime
 from relay_nb.tools import ModelSpend
 from relay_nb.views import status_line_html, turn_html, turn_text
@@ -197,7 +198,7 @@ def test_postgres_shows_the_line_before_the_query_runs(pg_urls) -> None:
     # formula of them)
     saved = turn_html(result)
     assert 'class="relay-status mathjax_ignore tex2jax_ignore"' in saved
-    assert f"<span>{money(spent)}</span> model (not spent)" in saved
+    assert f"{keep_dollars(money(spent))} model (not spent)" in saved
     assert all(run.count("$") < 2 for run in re.split(r"<[^>]*>", saved))
 
 

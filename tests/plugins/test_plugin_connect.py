@@ -221,7 +221,7 @@ def test_a_type_name_is_read_in_any_case(relay: Relay, csvdir: Any, csv_dir: Pat
 
 
 def test_a_bare_built_in_word_still_gets_the_built_in_s_advice(relay: Relay) -> None:
-    with pytest.raises(ConfigurationError, match="not a database URL; use a SQLAlchemy URL"):
+    with pytest.raises(ConfigurationError, match="not a database URL or a database file"):
         relay.connect("db", "sqlite")
 
 

@@ -60,6 +60,7 @@ from relay_nb.connectors.bounds import (
 )
 from relay_nb.connectors.sql import chdb_session
 from relay_nb.connectors.sql.fetch import WIRE_SLACK_BYTES, fetch_rows
+from relay_nb.connectors.sql.urls import database_url, missing_file
 from relay_nb.errors import ConfigurationError
 from relay_nb.redaction import redact_url
 
@@ -256,7 +257,13 @@ _SUGGESTED = {
 
 
 def parse_url(url: str | URL) -> URL:
-    """A SQLAlchemy URL, or a short error naming the form (the password never shown)."""
+    """A SQLAlchemy URL, or a short error naming the form (the password never shown); a
+    URL or path as analysts paste them is read first (:func:`.urls.database_url`)."""
+    if isinstance(url, str):
+        missing = missing_file(url)
+        if missing is not None:
+            raise ConfigurationError(missing)
+        url = database_url(url)
     try:
         parsed = make_url(url)
         parsed.get_dialect()  # an unknown database kind fails here, not at first query
@@ -271,8 +278,9 @@ def parse_url(url: str | URL) -> URL:
         raise ConfigurationError(_missing_driver(make_url(url), exc.name or "")) from None
     except ArgumentError:
         raise ConfigurationError(
-            "not a database URL; use a SQLAlchemy URL such as sqlite:///path/to/file.db or "
-            "postgresql+psycopg://USER@HOST/DB"
+            "not a database URL or a database file that exists; use a path to a SQLite or "
+            "DuckDB file, or a URL such as sqlite:///path/to/file.db or "
+            "postgres://USER@HOST/DB"
         ) from None
     except ValueError:  # SQLAlchemy's int() of the port
         raise ConfigurationError(
