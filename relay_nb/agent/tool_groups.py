@@ -16,6 +16,7 @@ tools), a family of one and a tool that needs approval stay as they are.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +103,12 @@ class ToolGrouper:
 
     def _grouped(self, family: _Family, members: tuple[Tool, ...], taken: set[str]) -> Tool:
         built = self._built.get(family)
-        if built is not None and built[0] == members and built[1].name not in taken:
+        if (
+            built is not None
+            and len(built[0]) == len(members)
+            and all(a is b for a, b in zip(built[0], members, strict=True))
+            and built[1].name not in taken
+        ):
             return built[1]
         tool = _group(family, members, _free_name(family, taken))
         self._built[family] = (members, tool)
@@ -155,8 +161,10 @@ def _group(family: _Family, members: tuple[Tool, ...], name: str) -> Tool:
         raw: dict[str, Any] = arguments.model_dump(exclude={"connector"}, by_alias=True)
         target = by_id.get(arguments.connector)
         if target is None:
-            near = [i for i in ids if arguments.connector.lower() in i.lower()][:5]
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            asked = arguments.connector.lower()
+            near = [i for i in ids if asked and asked in i.lower()][:3]
+            near += difflib.get_close_matches(arguments.connector, ids, n=3 - len(near))
+            hint = f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else ""
             return ToolResult(
                 content=f"no {family.kind} connector is named {arguments.connector!r}{hint} "
                 "(the connector ids are in the prompt, one section each)",

@@ -39,6 +39,9 @@ SCHEMA_FLOOR = 1_000
 """The least share of the budget a connector's schema gets before the question chooses which
 connectors are shown (72 connectors on a 200k-token window)."""
 
+DIRECTORY_SHARE = 4
+"""The directory of the connectors not shown takes at most 1/4 of the budget."""
+
 DIRECTORY_PRIORITY = 71
 """Just above the schemas (70): the list of the connectors not shown outlives any one
 schema, since it is the only way the model learns they exist."""
@@ -91,7 +94,7 @@ async def plan_schemas(
     ranked = await _ranked(request, choosing)
     shown = ranked[: shown_count(budget)]
     hidden = [s for s in choosing if s not in shown]
-    directory = _directory(hidden)
+    directory = _directory(hidden, max_chars=room * 4 // DIRECTORY_SHARE)
     left = room - framed_tokens(directory)
     share = max(0, left) // max(1, len(schemas) - len(hidden))
     return SchemaPlan(
@@ -128,14 +131,21 @@ async def _ranked(request: ContextRequest, sources: list[ContextSource]) -> list
     return [sources[i] for i in order]
 
 
-def _directory(hidden: list[ContextSource]) -> ContextItem:
-    """One line naming the connectors whose schemas the question does not show."""
-    entries = []
+def _directory(hidden: list[ContextSource], max_chars: int) -> ContextItem:
+    """One line naming the connectors whose schemas the question does not show, within
+    ``max_chars`` (the ones past it counted, not named)."""
+    entries: list[str] = []
+    used = 0
     for source in hidden:
         connector = getattr(source, "connector", None)
         cid = str(getattr(source, "connector_id", None) or source.name)
         name = getattr(connector, "name", None)
-        entries.append(cid if not name or name == cid else f"{cid} ({name})")
+        entry = cid if not name or name == cid else f"{cid} ({name})"
+        used += len(entry) + 2
+        if used > max_chars:
+            entries.append(f"and {len(hidden) - len(entries)} more")
+            break
+        entries.append(entry)
     text = (
         f"{len(hidden)} more connectors, their schemas not shown for this question (call a "
         "connector's describe tool with search words to look inside one): " + ", ".join(entries)

@@ -109,6 +109,7 @@ async def test_a_grouped_tool_runs_the_named_connectors_own_query(
     assert outcomes["c1"].artifact.df["s"].tolist() == [42.5]
     assert outcomes["c1"].artifact.connector_id == "billing"
     assert outcomes["c2"].is_error and "'biling'" in outcomes["c2"].content
+    assert "did you mean billing?" in outcomes["c2"].content
     assert outcomes["c3"].is_error  # the connector's own guard refuses it
     sent = [
         p for m in runtime.requests[1].messages for p in m.parts() if isinstance(p, ToolResultPart)
