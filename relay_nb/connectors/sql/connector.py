@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
 import threading
 import time
@@ -31,7 +32,12 @@ from relay_nb.connectors.preflight import Estimate, Preflight
 from relay_nb.connectors.results import QueryResult
 from relay_nb.connectors.sql.chdb_session import ONE_PATH
 from relay_nb.connectors.sql.estimate import FIGURES, estimate_query
-from relay_nb.connectors.sql.fetch import driver_message, is_oversized, is_server_timeout
+from relay_nb.connectors.sql.fetch import (
+    driver_message,
+    is_oversized,
+    is_server_timeout,
+    unknown_column,
+)
 from relay_nb.connectors.sql.introspect import fingerprint, introspect
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
@@ -404,7 +410,7 @@ class SQLConnector(GuardedSQLConnector):
                 )
             )
         except Exception as exc:
-            raise self._execution_error(exc, cancel) from None
+            raise self._execution_error(exc, cancel, guarded.tables) from None
         if budget.full and not fetched.count:
             raise self._oversized_error()
         return self._result(
@@ -422,7 +428,9 @@ class SQLConnector(GuardedSQLConnector):
         """Called with each checked query just before it runs (the DataFrame connector
         registers the current contents of the frames it reads here)."""
 
-    def _execution_error(self, exc: Exception, cancel: CancelHandle) -> QueryExecutionError:
+    def _execution_error(
+        self, exc: Exception, cancel: CancelHandle, tables: Sequence[str] = ()
+    ) -> QueryExecutionError:
         if isinstance(exc, DatabaseUnavailable):
             return self._unavailable_error(exc)
         if (cancel.cancelled and cancel.reason == "timeout") or is_server_timeout(exc):
@@ -434,7 +442,24 @@ class SQLConnector(GuardedSQLConnector):
             return QueryExecutionError("the query was cancelled")
         if is_oversized(exc):  # before any row came
             return self._oversized_error()
-        return QueryExecutionError(f"the database refused the query: {driver_message(exc)}")
+        message = driver_message(exc)
+        return QueryExecutionError(
+            f"the database refused the query: {message}{self._column_hint(message, tables)}"
+        )
+
+    def _column_hint(self, message: str, tables: Sequence[str]) -> str:
+        """ "; did you mean name?" when the driver says a column does not exist and a column
+        of the tables the query reads is spelt nearly so."""
+        missing = unknown_column(message)
+        if missing is None:
+            return ""
+        columns: dict[str, str] = {}
+        for qualified in tables:
+            table = self.catalog.find(qualified)
+            for column in table.columns if table is not None else ():
+                columns.setdefault(column.name.lower(), column.name)
+        near = difflib.get_close_matches(missing.lower(), list(columns), n=3, cutoff=0.7)
+        return f"; did you mean {' or '.join(columns[n] for n in near)}?" if near else ""
 
     def _oversized_error(self) -> QueryExecutionError:
         return QueryExecutionError(

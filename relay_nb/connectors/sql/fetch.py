@@ -35,6 +35,7 @@ discards the connection (:attr:`FetchOutcome.stopped`).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ __all__ = [
     "OversizedRow",
     "WIRE_SLACK_BYTES",
     "driver_message",
+    "unknown_column",
     "fetch_rows",
     "is_oversized",
     "is_server_timeout",
@@ -375,6 +377,20 @@ def is_server_timeout(exc: BaseException) -> bool:
         return True
     args = getattr(original, "args", ())
     return bool(args) and args[0] in _SERVER_TIMEOUT_CODES
+
+
+_UNKNOWN_COLUMN = re.compile(
+    r"no such column: (?:\w+\.)?(?P<a>\w+)"  # SQLite
+    r"|column \"?(?:\w+\.)?(?P<b>\w+)\"? does not exist"  # PostgreSQL
+    r"|Unknown column '(?:\w+\.)?(?P<c>\w+)' in"  # MySQL, MariaDB
+)
+
+
+def unknown_column(message: str) -> str | None:
+    """The column a driver's message says does not exist (SQLite, PostgreSQL, MySQL and
+    MariaDB word it each their own way; DuckDB names the candidates itself)."""
+    found = _UNKNOWN_COLUMN.search(message)
+    return None if found is None else next(v for v in found.groupdict().values() if v)
 
 
 def driver_message(exc: BaseException) -> str:

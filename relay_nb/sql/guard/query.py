@@ -38,6 +38,7 @@ a tree exists (text, tokens, one statement, parsing) are in
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Sequence
 from functools import lru_cache
@@ -381,8 +382,23 @@ def _resolve_table(table: exp.Table, resolver: _Resolver) -> str:
         )
     shown = ".".join(guard_text.short(part.name) for part in table.parts)
     guard_text.refuse(
-        "table_not_allowed", f"{shown} is not a table you may read; use the schema's tables"
+        "table_not_allowed",
+        f"{shown} is not a table you may read; " + _closest_tables(name, schema, resolver),
     )
+
+
+def _closest_tables(name: str, schema: str | None, resolver: _Resolver) -> str:
+    """ "did you mean customers?" for a misspelt or misnumbered name (``customer``,
+    ``order_item``), among the tables the query may read only; else the general advice."""
+    shown: dict[str, str] = {}
+    for allowed_schema, allowed_name in resolver.allowed:
+        if schema is not None and allowed_schema not in (schema, None):
+            continue
+        shown.setdefault(allowed_name, allowed_name)
+    near = difflib.get_close_matches(name, list(shown), n=3, cutoff=0.75)
+    if not near:
+        return "use the schema's tables"
+    return "did you mean " + " or ".join(guard_text.short(n) for n in near) + "?"
 
 
 def _empty_schema(db: object, table: exp.Table) -> bool:
