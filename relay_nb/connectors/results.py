@@ -130,15 +130,14 @@ def build_frame(
     (SQLite) are parsed as ISO 8601 when every value parses — otherwise left untouched.
     Integers with NULLs among them become pandas' nullable ``Int64`` (``UInt64`` past its
     range), not float64 with NaN, which rounds every value past 2**53 (ClickHouse's UInt64
-    ids and hashes).
+    ids and hashes). Repeated column names are made distinct (:func:`distinct_columns`).
     """
     import pandas as pd
 
     columns, rows = redact_rows(columns, rows)
+    columns = distinct_columns(columns)
     records = list(rows)
-    frame = pd.DataFrame.from_records(records, columns=list(columns), coerce_float=True)
-    if len(set(columns)) < len(columns):
-        return frame  # positional access only; conversions below address columns by name
+    frame = pd.DataFrame.from_records(records, columns=columns, coerce_float=True)
     temporal = temporal_columns or {}
     # decided on the driver's values, not on Series: most columns are settled by their
     # first value, and a 1-row result then costs no pandas call beyond the frame itself
@@ -152,6 +151,27 @@ def build_frame(
         elif frame.dtypes.iloc[index] == "float64" and _ints_with_missing(records, index):
             frame[name] = _nullable_ints([record[index] for record in records])
     return frame
+
+
+def distinct_columns(names: Sequence[Any]) -> list[Any]:
+    """``names`` with each repeat made distinct: ``SELECT o.*, c.*`` gives ``id`` and
+    ``id_2`` (``_3``… further, past any name the result already has), so ``df["id"]`` is
+    one column and every column can be named."""
+    if len(set(names)) == len(names):
+        return list(names)
+    taken = set(names)
+    seen: set[Any] = set()
+    out = []
+    for name in names:
+        if name in seen and isinstance(name, str):
+            n = 2
+            while f"{name}_{n}" in taken:
+                n += 1
+            name = f"{name}_{n}"
+            taken.add(name)
+        seen.add(name)
+        out.append(name)
+    return out
 
 
 def _is_int(value: Any) -> bool:

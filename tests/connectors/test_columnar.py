@@ -208,3 +208,21 @@ def test_the_world_corpus_duckdb_queries_read_alike_both_ways():
     finally:
         engine.dispose()
     assert ran >= 1_000 and columnar_count >= 800 and failed < 600, (ran, columnar_count, failed)
+
+
+def test_repeated_column_names_are_made_distinct_alike_both_ways(typed):
+    """``SELECT a.*, b.*`` of two tables with an ``id`` (issue 37, item 7): one column each,
+    ``id`` and ``id_2``, past a name the result already has."""
+    engine = build_engine(typed)
+    try:
+        sql = (
+            "SELECT a.id, b.id, a.label AS id_2 FROM typed a JOIN typed b ON a.id = b.id + 1 "
+            "ORDER BY a.id"
+        )
+        columnar, rows = _both(engine, sql, 1 << 20, 1 << 26)
+    finally:
+        engine.dispose()
+    assert columnar[2]
+    _same(columnar, rows)
+    assert columnar[0].columns.tolist() == ["id", "id_3", "id_2"]
+    assert columnar[0]["id"].tolist()[:2] == [2, 3] and columnar[0]["id_3"].tolist()[:2] == [1, 2]

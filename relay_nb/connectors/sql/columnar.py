@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay_nb.connectors.bounds import ResultBudget, clip_value
-from relay_nb.connectors.results import build_frame
+from relay_nb.connectors.results import build_frame, distinct_columns
 from relay_nb.redaction import secret_patterns
 
 if TYPE_CHECKING:
@@ -73,8 +73,6 @@ def fetch_duckdb_frame(
     if relation is None or not all(_native(str(t)) for t in relation.types):
         return None
     columns = list(relation.columns)
-    if len(set(columns)) < len(columns):  # the row path keeps such a frame positional
-        return None
     reader = _reader(relation)
     if reader is None:
         return None
@@ -192,6 +190,7 @@ def _frame(table: Any, pa: Any, pc: Any) -> pd.DataFrame:
 
     patterns = secret_patterns()
     names = [patterns.redact(n) if patterns is not None else n for n in table.column_names]
+    names = distinct_columns(names)
     data: dict[int, Any] = {}
     for index, column in enumerate(table.columns):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
