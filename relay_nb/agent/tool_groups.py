@@ -61,12 +61,7 @@ class ToolGrouper:
         if len(tools) < 3:
             return list(tools)
         last, frozen = self._last, frozenset(taken)
-        if (
-            last is not None
-            and last[1:3] == (allotment, frozen)
-            and len(last[0]) == len(tools)
-            and all(a is b for a, b in zip(last[0], tools, strict=True))
-        ):
+        if last is not None and last[1:3] == (allotment, frozen) and _same(last[0], tools):
             return list(last[3])
         selected = self._select(tools, allotment, taken)
         self._last = (tuple(tools), allotment, frozen, selected)
@@ -103,16 +98,17 @@ class ToolGrouper:
 
     def _grouped(self, family: _Family, members: tuple[Tool, ...], taken: set[str]) -> Tool:
         built = self._built.get(family)
-        if (
-            built is not None
-            and len(built[0]) == len(members)
-            and all(a is b for a, b in zip(built[0], members, strict=True))
-            and built[1].name not in taken
-        ):
+        if built is not None and _same(built[0], members) and built[1].name not in taken:
             return built[1]
         tool = _group(family, members, _free_name(family, taken))
         self._built[family] = (members, tool)
         return tool
+
+
+def _same(kept: Sequence[Tool], tools: Sequence[Tool]) -> bool:
+    """The same tool objects in the same order (tools compare by identity: each is built
+    once per registration, and comparing their fields would cost more than grouping)."""
+    return len(kept) == len(tools) and all(a is b for a, b in zip(kept, tools, strict=True))
 
 
 def _family_of(tool: Tool) -> _Family | None:

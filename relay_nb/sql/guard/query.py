@@ -390,12 +390,10 @@ def _resolve_table(table: exp.Table, resolver: _Resolver) -> str:
 def _closest_tables(name: str, schema: str | None, resolver: _Resolver) -> str:
     """ "did you mean customers?" for a misspelt or misnumbered name (``customer``,
     ``order_item``), among the tables the query may read only; else the general advice."""
-    shown: dict[str, str] = {}
-    for allowed_schema, allowed_name in resolver.allowed:
-        if schema is not None and allowed_schema not in (schema, None):
-            continue
-        shown.setdefault(allowed_name, allowed_name)
-    near = difflib.get_close_matches(name, list(shown), n=3, cutoff=0.75)
+    readable = sorted(  # sorted: the allowlist is a set, and ties must answer alike each run
+        {table for where, table in resolver.allowed if schema is None or where in (schema, None)}
+    )
+    near = difflib.get_close_matches(name, readable, n=3, cutoff=0.75)
     if not near:
         return "use the schema's tables"
     return "did you mean " + " or ".join(guard_text.short(n) for n in near) + "?"
