@@ -22,16 +22,20 @@ __all__ = ["append_verified"]
 
 def append_verified(path: str | os.PathLike[str], query: VerifiedQuery) -> Knowledge:
     """Insert ``query`` into the file's ``verified_queries`` (the file is created if missing)
-    and return the file's knowledge as now written."""
+    and return the file's knowledge as now written. The same question with the same SQL is
+    there already: the file is left as it is; with other SQL: a ``ConfigurationError``."""
     import yaml
 
     path = Path(path).expanduser()
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     known = parse_knowledge(text, where=path.name)  # a broken file is reported, not extended
     same = [q for q in known.verified_queries if q.question.lower() == query.question.lower()]
+    if same and all(_same_sql(q.sql, query.sql) for q in same):
+        return known  # verified again (a re-run cell): the file already says so, unchanged
     if same:
         raise ConfigurationError(
-            f"{path.name} already has a verified query for {query.question!r}; edit it there"
+            f"{path.name} already has a different verified query for {query.question!r}; "
+            "edit it there"
         )
     root = yaml.compose(text, Loader=yaml_loader()) if text.strip() else None
     entries = _find(root, "verified_queries")
@@ -54,6 +58,11 @@ def append_verified(path: str | os.PathLike[str], query: VerifiedQuery) -> Knowl
     saved = parse_knowledge(updated, where=path.name)
     _replace(path, updated)
     return saved
+
+
+def _same_sql(saved: str, new: str) -> bool:
+    """The same statement, as far as layout goes (a saved entry may be re-indented)."""
+    return " ".join(saved.split()).rstrip(";") == " ".join(new.split()).rstrip(";")
 
 
 def _find(root: Any, key: str) -> Any:

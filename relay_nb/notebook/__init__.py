@@ -47,6 +47,8 @@ def load_ipython_extension(shell: Any) -> None:
     if magics is not loaded:
         shell.register_magics(magics)
     show_turns_as_traces(shell)
+    if magics.note_cell not in shell.events.callbacks["pre_run_cell"]:
+        shell.events.register("pre_run_cell", magics.note_cell)  # which cell --sql runs in
     cleanup = shell.input_transformers_cleanup
     if protect_question_marks not in cleanup:  # %reload_ext must not add it twice
         cleanup.append(protect_question_marks)
@@ -80,6 +82,10 @@ def _quiet_reruns(shell: Any) -> None:
 
     def forget(*_: Any) -> None:
         manager.loaded.discard(__name__.rsplit(".", 1)[0])
-        shell.events.unregister("post_run_cell", forget)
+        for event in ("pre_run_cell", "post_run_cell"):
+            shell.events.unregister(event, forget)
 
-    shell.events.register("post_run_cell", forget)
+    # after the cell that loaded it, or before the first cell when it was loaded outside one
+    # (an IPython profile's `extensions`, a startup file)
+    for event in ("pre_run_cell", "post_run_cell"):
+        shell.events.register(event, forget)

@@ -113,21 +113,25 @@ OPTIONS: dict[str, Option] = {
         trait="display_rows",
     ),
     "--out": Option("VAR", "keep the answer's table in the notebook variable VAR"),
-    "--sql": Option("", "put the last query into a new cell below"),
+    "--sql": Option("", "put the question's last query into a new cell (alone: the last turn's)"),
     "--connect": Option("NAME TARGET", "connect a URL, engine, DataFrame or API as NAME", "action"),
     "--tables": Option("a,b", "with --connect: the only tables the model may read", "connect"),
     "--row-limit": Option(
         "N", "with --connect: rows one query may return", "connect", parse=whole_number
     ),
+    "--knowledge": Option(
+        "FILE", "with --connect: its knowledge file (default: NAME.knowledge.yaml here)", "connect"
+    ),
     "--disconnect": Option("NAME", "remove a connection", "action"),
     "--connectors": Option("", "each connection and its status", "action"),
     "--refresh": Option("", "renew every schema (a SQL one is read again if it changed)", "action"),
     "--config": Option("FILE", "connect what a relay.config.json lists", "action"),
-    "--usage": Option("", "what this session's turns cost", "action"),
+    "--usage": Option("", "what each turn of this session cost: tokens, dollars, time", "action"),
     "--eval": Option("BANK", "score the answers to a question bank (accuracy, reasons)", "action"),
     "--repeat": Option("N", "with --eval: ask each question N times", "eval", parse=whole_number),
     "--verify": Option("", "save the last answer's question and SQL as a verified query", "action"),
-    "--history": Option("", "the conversation so far", "action"),
+    "--describe": Option("TABLE", "a table's columns, types, keys and values (no model call)", "action"),
+    "--history": Option("", "the conversation so far: questions, SQL, rows, answers", "action"),
     "--reset": Option("", "forget the conversation (connections and usage kept)", "action"),
     "--help": Option("", "this help", "action"),
 }
@@ -178,6 +182,7 @@ HELP = "\n".join(
         "  %relay which customers ordered the most last month?",
         "  %relay --model anthropic:claude-haiku-4-5 --max-cost 0.05",
         "  %relay --out top --sql top 5 products by revenue",
+        "  %relay --describe orders",
         "  %relay --eval questions.yaml --repeat 3 --max-cost 2",
     ]
 )
@@ -196,7 +201,14 @@ class Command:
         for name, option in OPTIONS.items():
             if option.kind == "action" and name[2:] in self.options:
                 return name[2:]
+        if self.last_sql:
+            return "sql"
         return "ask" if self.question else "set"
+
+    @property
+    def last_sql(self) -> bool:
+        """``%relay --sql`` alone: the last turn's query into a cell, with no model call."""
+        return not self.question and set(self.options) == {"sql"}
 
     def settings(self) -> dict[str, Any]:
         """The setting options given, by name (``"--max-steps"``), as their values (the
@@ -262,7 +274,7 @@ def _check(command: Command) -> None:
         only = [n for n, o in OPTIONS.items() if o.kind == kind and n[2:] in options]
         if only and kind not in options:
             raise UsageError(f"{_listed(only)} with --{kind}")
-    if not actions and not command.question:
+    if not actions and not command.question and not command.last_sql:
         if not options:
             raise UsageError(f"no question; {USAGE}")
         with_question = [n for n, o in OPTIONS.items() if o.kind == "question" and n[2:] in options]

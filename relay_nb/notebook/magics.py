@@ -38,11 +38,12 @@ from relay_nb.notebook.command import (
     interpolate,
     parse_command,
 )
+from relay_nb.facade.knowledge import knowledge_file_for
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
-from relay_nb.views import CallView, describe_usage, status_of
+from relay_nb.views import CallView, status_of
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
 NAMESPACE_SOURCE = "notebook_dataframes"
-_INTERPOLATED = ("connect", "config", "tables", "model", "eval")
+_INTERPOLATED = ("connect", "config", "tables", "model", "eval", "describe", "knowledge")
 
 
 class RelayCellError(Exception):
@@ -94,9 +95,22 @@ class RelayMagics(Magics):
     show_sql_cell = Bool(
         False, help="Like --sql on every question: put the last SQL into a new cell."
     ).tag(config=True)
+    cell_id: str | None = None
+    """The running cell's id, where the frontend sends one (JupyterLab, Notebook 7, VS Code):
+    a re-run cell's ``--sql`` does not insert the same query again."""
+    sql_inserted: dict[str, str]
+    """What ``--sql`` inserted last, by the cell that ran it."""
     config_read: tuple[str, float | None] | None = None
     """The config file ``%load_ext`` read last, and when it had changed then: a re-run of
     the cell reads an unchanged one no more (relay_nb/notebook/__init__.py)."""
+
+    def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.sql_inserted = {}
+
+    def note_cell(self, info: Any) -> None:
+        """``pre_run_cell``: remember which cell runs (see :attr:`cell_id`)."""
+        self.cell_id = getattr(info, "cell_id", None)
 
     @validate("model")
     def _model_applies_now(self, proposal: Any) -> Any:
@@ -267,13 +281,30 @@ class RelayMagics(Magics):
         }
 
     def _insert_sql_cell(self, turn: Any, *, explicit: bool) -> None:
-        """The turn's last SQL query as a runnable ``%%relay_sql`` cell below this one."""
-        if turn.sql_outcomes:
-            call = CallView.of(1, turn.sql_outcomes[-1])
-            text = sql_cell_text(call.artifact.connector_id, call.readable_query())
-            self._shell.set_next_input(text, replace=False)
-        elif explicit:
-            print("--sql: this turn ran no SQL query; no cell was inserted")
+        """The turn's last SQL query as a runnable ``%%relay_sql`` cell below this one; a
+        re-run cell that would insert the same text again leaves the one it inserted."""
+        if not turn.sql_outcomes:
+            if explicit:
+                print("--sql: this turn ran no SQL query; no cell was inserted")
+            return
+        call = CallView.of(1, turn.sql_outcomes[-1])
+        text = sql_cell_text(call.artifact.connector_id, call.readable_query())
+        cell = self.cell_id
+        if cell is not None and self.sql_inserted.get(cell) == text:
+            print("--sql: the same query as this cell inserted before; not inserted again")
+            return
+        self._shell.set_next_input(text, replace=False)
+        if cell is not None:
+            self.sql_inserted[cell] = text
+
+    def _sql(self, command: Command) -> None:
+        """``%relay --sql`` alone: the last turn that ran SQL, into a cell (no model call)."""
+        turn = next((t for t in reversed(self._session().turns) if t.sql_outcomes), None)
+        if turn is None:
+            raise RelayCellError(
+                "--sql: no question has run a SQL query yet; ask one first (%relay QUESTION)"
+            )
+        self._insert_sql_cell(turn, explicit=True)
 
     # -- %%relay_sql ----------------------------------------------------------------------------
 
@@ -328,9 +359,17 @@ class RelayMagics(Magics):
             options[allowlist] = [t.strip() for t in command.options["tables"].split(",")]
         if "row-limit" in command.options:
             options["row_limit"] = int(command.options["row-limit"])
-        connector = self._session().connect(name, target, **options)
+        relay = self._session()
+        connector = relay.connect(name, target, **options)
         tools = ", ".join(tool.name for tool in connector.tools())
         print(f"connected {connector.id!r} ({connector.kind}): {tools}")
+        knowledge = command.options.get("knowledge")
+        beside = knowledge_file_for(connector.id)
+        if knowledge is None and beside.is_file():  # what --verify saved, in an earlier kernel
+            knowledge = str(beside)
+        if knowledge is not None:
+            known = relay.knowledge(connector.id, knowledge)
+            print(f"knowledge for {connector.id!r} from {knowledge}: {_knows(known)}")
 
     def _target(self, where: str) -> Any:
         """A notebook variable's value, or the text itself (a URL, a provider name).
@@ -395,20 +434,16 @@ class RelayMagics(Magics):
         return ids
 
     def _usage(self, command: Command) -> None:
+        """The session's total, then a row per turn (the table only when there are turns)."""
+        from IPython.display import display
+
+        from relay_nb.views.session import usage_frame, usage_total
+
         relay = self._session()
         turns = relay.turns
-        last = turns[-1] if turns else None
-        count = len(turns)
-        stood_in = [t for t in turns if t.simulated]
-        # the total is "not spent" only when no real model answered any turn
-        simulated = last.simulated if last and len(stood_in) == count else None
-        line = f"session: {count} turn{'s' if count != 1 else ''} · " + describe_usage(
-            relay.usage, last.model if last else "", simulated=simulated
-        )
-        if stood_in and len(stood_in) < count:  # some turns real, some not: say which is which
-            priced = sum(t.usage.cost_usd or 0.0 for t in stood_in)
-            line += f" (of which ${priced:.4f} for {len(stood_in)} scripted or replayed, not spent)"
-        print(line)
+        print(usage_total(turns, relay.usage))
+        if turns:
+            display(usage_frame(turns))
 
     def _eval(self, command: Command) -> None:
         # the evaluation code (and what it brings: YAML, the comparisons) loads with the
@@ -429,14 +464,27 @@ class RelayMagics(Magics):
         relay = self._session()
         path = relay.verify()
         question = relay.turns[-1].question
-        print(f"saved in {path}: a verified query for {question!r}, which similar questions use")
+        # a re-run cell verifies again: the file already holds it, and this line stays true
+        print(f"{path}: {question!r} and its SQL are a verified query; similar questions use it")
 
     def _history(self, command: Command) -> None:
-        for message in self._session().history:
-            text = message.text().strip().replace("\n", " ")
-            calls = [p.name for p in message.parts() if p.type == "tool-call"]
-            label = text[:120] or (f"calls {', '.join(calls)}" if calls else "(tool result)")
-            print(f"{message.role:>9}: {label}")
+        from relay_nb.views.session import history_text
+
+        print(history_text(self._session().turns))
+
+    def _describe(self, command: Command) -> None:
+        """A table's columns from the catalog the model sees: no query, no model call."""
+        import pandas as pd
+        from IPython.display import display
+
+        from relay_nb.views.table_detail import find_table, table_frame, table_title
+
+        connector_id, catalog, table = find_table(
+            self._session().connectors, command.options["describe"]
+        )
+        print(table_title(connector_id, catalog, table))
+        with pd.option_context("display.max_colwidth", 80, "display.max_rows", None):
+            display(table_frame(catalog, table))
 
     def _reset(self, command: Command) -> None:
         self._session().reset()
@@ -455,6 +503,22 @@ class RelayMagics(Magics):
 
 RelayMagics.relay.__doc__ = HELP  # %relay? and %relay --help say the same
 RelayMagics.relay_sql.__doc__ = SQL_HELP
+
+
+def _knows(knowledge: Any) -> str:
+    """``2 rules, 1 verified query`` (what a knowledge file brought)."""
+    counts = [
+        (len(knowledge.rules), "rule"),
+        (len(knowledge.metrics), "metric"),
+        (len(knowledge.synonyms), "synonym"),
+        (len(knowledge.verified_queries), "verified query"),
+    ]
+    parts = [
+        f"{n} {word if n == 1 else word.replace('query', 'querie') + 's'}"
+        for n, word in counts
+        if n
+    ]
+    return ", ".join(parts) or "nothing yet"
 
 
 def _variable(namespace: dict[str, Any], name: str, key: str | None = None) -> Any:

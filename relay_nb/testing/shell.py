@@ -42,12 +42,13 @@ class TestingShell:
         self.ip = InteractiveShell.instance()
         self.ip.run_line_magic("load_ext", "relay_nb")
 
-    def run(self, cell: str) -> CellRun:
-        """Run ``cell``; re-raise whatever it raised (so a test can assert on it)."""
+    def run(self, cell: str, *, cell_id: str | None = None) -> CellRun:
+        """Run ``cell``; re-raise whatever it raised (so a test can assert on it).
+        ``cell_id``: the id a frontend such as JupyterLab sends with the cell."""
         from IPython.utils.capture import capture_output
 
         with capture_output() as captured:
-            executed = self.ip.run_cell(cell, store_history=True)
+            executed = self.ip.run_cell(cell, store_history=True, cell_id=cell_id)
         error = executed.error_before_exec or executed.error_in_exec
         if error is not None:
             raise error

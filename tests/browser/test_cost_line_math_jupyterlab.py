@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 LINE = "≈ $0.004 model · ≈ 1.2 GB scanned (≈ $0.0075 at your price)"
 CELLS = [

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 NOTEBOOK = "relay_browser_e2e.ipynb"
 

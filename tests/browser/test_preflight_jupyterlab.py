@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 NOTEBOOK = "relay_preflight.ipynb"
 BIG = "SELECT product_id, SUM(quantity) AS sold FROM order_items GROUP BY product_id"

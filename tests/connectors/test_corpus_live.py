@@ -53,6 +53,7 @@ def connector(shop_db):
     shop.close()
 
 
+@pytest.mark.slow  # every payload on three live engines: ~40 s
 async def test_adversarial_payloads_are_refused_and_change_nothing(shop_db, connector):
     (tool,) = [t for t in connector.tools() if t.name == "query_shop"]
     entries = _entries("adversarial.yaml", shop_db.dialect)

@@ -217,8 +217,12 @@ def test_a_verified_query_is_inserted_and_every_written_line_kept(tmp_path: Path
         assert line in text  # comments, order and spelling as the team wrote them
     assert text.index("Top 5 products?") < text.index("metrics:")  # inside its list
     assert saved.verified_queries[-1] == query and load_knowledge(path) == saved
-    with pytest.raises(ConfigurationError, match="already has a verified query"):
-        append_verified(path, query.model_copy(update={"question": "top 5 PRODUCTS?"}))
+    # verified again, the same SQL laid out otherwise (a re-run cell): nothing to do
+    again = query.model_copy(update={"question": "top 5 PRODUCTS?", "sql": query.sql + ";\n"})
+    assert append_verified(path, again) == saved
+    assert path.read_text(encoding="utf-8") == text
+    with pytest.raises(ConfigurationError, match="already has a different verified query"):
+        append_verified(path, query.model_copy(update={"sql": "SELECT 1"}))
     assert path.read_text(encoding="utf-8") == text  # a refused save changes nothing
 
 

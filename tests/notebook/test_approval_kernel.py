@@ -55,7 +55,9 @@ class Kernel:
         from jupyter_client.manager import start_new_kernel
 
         env = {**os.environ, "RELAY_MODEL_REQUESTS": "none"}
-        self.manager, self.client = start_new_kernel(kernel_name="python3", env=env)
+        self.manager, self.client = start_new_kernel(
+            startup_timeout=300, kernel_name="python3", env=env
+        )
 
     def execute(self, code: str, *, allow_stdin: bool = True) -> str:
         return self.client.execute(code, allow_stdin=allow_stdin)

@@ -82,7 +82,8 @@ def test_interpolation_of_variables_inputs_and_outputs(
         ("--tables a,b what?", "--tables goes with --connect"),
         ("--model", "--model needs PROFILE"),
         ("--out x", "--out goes with a question"),
-        ("--sql", "--sql goes with a question"),
+        ("--sql --out x", "--sql and --out go with a question"),
+        ("--describe", "--describe needs TABLE"),
         ("--max-cost -1 what?", "--max-cost takes dollars above 0"),
         ("--usage --model x", "--usage takes no --model"),
         ("--connect a b --max-steps 3", "--connect takes no --max-steps"),
@@ -131,7 +132,7 @@ def test_connect_connectors_usage_history_reset(
         in shell.run("%relay --usage").stdout
     )
     history = shell.run("%relay --history").stdout
-    assert "user: first question" in history and "assistant: first answer" in history
+    assert history.splitlines() == ["[1] Q: first question", "    A: first answer"]
     assert "conversation reset" in shell.run("%relay --reset").stdout
     assert relay.history == []
 

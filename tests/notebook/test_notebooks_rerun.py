@@ -16,7 +16,7 @@ from nbclient.exceptions import CellExecutionError
 NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 NEEDS = {"07_postgresql.ipynb": "RELAY_TEST_PG_URL"}
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # a kernel per notebook, run twice
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
@@ -30,6 +30,7 @@ def test_every_cell_runs_again_in_the_same_kernel(path: Path, tmp_path: Path) ->
     client = NotebookClient(
         notebook,
         timeout=120,
+        startup_timeout=300,  # a kernel on two busy cores can take over a minute
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )

@@ -65,6 +65,7 @@ def test_the_readme_block_in_one_cell_asks_its_question_twice(tmp_path: Path) ->
     client = NotebookClient(
         notebook,
         timeout=120,
+        startup_timeout=300,  # a kernel on two busy cores can take over a minute
         kernel_name="python3",
         resources={"metadata": {"path": str(tmp_path)}},
         store_widget_state=False,

@@ -1,12 +1,15 @@
 """Fixtures of the secrets suite: the run's canaries, an environment holding them, relay_nb's
 log at DEBUG, the services (a missing one skips locally and fails under ``CI=true``), and the
-notebook and demo runs — started with the session, so they run while the in-process tests do.
+notebook and demo runs — started once the tests are collected, so they run while the
+in-process tests do.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -16,6 +19,8 @@ from secret_runs import RunBatch, start_runs
 from secret_scan import Canaries, Evidence, make_canaries
 
 _RUNS_MODULE = "test_notebooks_and_demo.py"
+_STARTED = pytest.StashKey[tuple[Canaries, Path, RunBatch]]()
+"""The canaries, the runs' directory and the runs, once started (``pytest_collection_finish``)."""
 
 
 def _require_env(name: str) -> str:
@@ -41,11 +46,42 @@ def mongo_service() -> str:
     return _require_env("RELAY_TEST_SECANTUS_URL")
 
 
-@pytest.fixture(scope="session")
-def canaries() -> Canaries:
+def _make_canaries() -> Canaries:
     mongo = os.environ.get("RELAY_TEST_SECANTUS_URL")
     host = urlsplit(mongo).netloc if mongo else "127.0.0.1:9"
     return make_canaries(pg_url=os.environ.get("RELAY_TEST_PG_URL"), mongo_host=host)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the notebook and demo runs as soon as the tests are collected, when their
+    module is among them: the kernels then run while the in-process tests do (one core each
+    is mostly idle) instead of after them."""
+    if not any(item.path.name == _RUNS_MODULE for item in session.items):
+        return
+    canaries = _make_canaries()
+    base = Path(tempfile.mkdtemp(prefix="relay-nb-secret-runs-"))
+
+    def make_dir(name: str) -> Path:
+        path = base / name
+        path.mkdir()
+        return path
+
+    session.config.stash[_STARTED] = (canaries, base, start_runs(canaries, make_dir))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    started = session.config.stash.get(_STARTED, None)
+    if started is not None:
+        _, base, batch = started
+        batch.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def canaries(request: pytest.FixtureRequest) -> Canaries:
+    """The session's canaries: those the runs started with, when they started."""
+    started = request.config.stash.get(_STARTED, None)
+    return started[0] if started is not None else _make_canaries()
 
 
 @pytest.fixture
@@ -81,18 +117,9 @@ def evidence() -> Evidence:
 
 
 @pytest.fixture(scope="session")
-def run_batch(canaries: Canaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunBatch]:
-    """Every notebook and demo run, submitted once (see ``secret_runs``)."""
-    batch = start_runs(canaries, tmp_path_factory.mktemp)
-    try:
-        yield batch
-    finally:
-        batch.close()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _start_the_runs_first(request: pytest.FixtureRequest) -> None:
-    """The kernel runs take most of the suite's time and mostly wait on each other; started
-    before the first test, they overlap with the in-process tests instead of following them."""
-    if any(item.path.name == _RUNS_MODULE for item in request.session.items):
-        request.getfixturevalue("run_batch")
+def run_batch(request: pytest.FixtureRequest) -> RunBatch:
+    """Every notebook and demo run, started after collection (see ``secret_runs``)."""
+    started = request.config.stash.get(_STARTED, None)
+    if started is None:
+        pytest.fail(f"the runs start when {_RUNS_MODULE} is collected; it was not")
+    return started[2]

@@ -9,7 +9,7 @@ working directory, ``TMPDIR`` (where the notebooks write recordings, ledgers and
 starts. A cell appended to each notebook dumps every request its scripted models received
 (the prompts) to ``prompts.json``.
 
-:func:`start_runs` only submits the runs; the suite starts them when the session starts, so
+:func:`start_runs` only submits the runs; the suite starts them once the tests are collected, so
 they run while the in-process tests do, and :meth:`RunBatch.results` waits for them.
 """
 
@@ -42,6 +42,11 @@ HOOK_DIR = Path(__file__).with_name("kernel_logging")
 NEEDS = {"07_postgresql": "RELAY_TEST_PG_URL"}
 """Notebooks that need a service (as ``notebooks/conftest.py`` says for nbval)."""
 CELL_TIMEOUT_S = 180
+KERNEL_START_TIMEOUT_S = 300
+"""A kernel starts in a second or two when idle; on two busy cores beside the suite it has
+taken over a minute (nbclient's default wait is 60 s)."""
+WORKERS = 4
+"""Runs at once: all of them together (sixteen kernels) starved each other on two cores."""
 AUTH_HEADERS = ("x-api-key", "authorization")
 DEMO_SQL = (
     "SELECT COUNT(*) AS n FROM orders",
@@ -149,7 +154,7 @@ def start_runs(canaries: Canaries, make_dir: Callable[[str], Path]) -> RunBatch:
         workdir = make_dir(name)
         stub = stubs.get(name)
         jobs[name] = lambda n=name, a=args, w=workdir, s=stub: _run_demo(n, a, base, w, s)
-    pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="secrets-run")
+    pool = ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs)), thread_name_prefix="secrets-run")
     futures = {name: pool.submit(job) for name, job in jobs.items()}
     return RunBatch(pool, futures, skipped, list(stubs.values()))
 
@@ -195,6 +200,7 @@ def _run_notebook(source: Path, base: Mapping[str, str], workdir: Path) -> Run:
     client = NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT_S,
+        startup_timeout=KERNEL_START_TIMEOUT_S,
         kernel_name="python3",
         resources={"metadata": {"path": str(workdir)}},
     )
