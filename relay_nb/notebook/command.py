@@ -130,7 +130,9 @@ OPTIONS: dict[str, Option] = {
     "--eval": Option("BANK", "score the answers to a question bank (accuracy, reasons)", "action"),
     "--repeat": Option("N", "with --eval: ask each question N times", "eval", parse=whole_number),
     "--verify": Option("", "save the last answer's question and SQL as a verified query", "action"),
-    "--describe": Option("TABLE", "a table's columns, types, keys and values (no model call)", "action"),
+    "--describe": Option(
+        "TABLE", "a table's columns, types, keys and values (no model call)", "action"
+    ),
     "--history": Option("", "the conversation so far: questions, SQL, rows, answers", "action"),
     "--reset": Option("", "forget the conversation (connections and usage kept)", "action"),
     "--help": Option("", "this help", "action"),

@@ -26,6 +26,7 @@ from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import Cancelled, ConfigurationError, RelayError
 from relay_nb.facade.default import default_relay, existing_default_relay, setting_changes
+from relay_nb.facade.knowledge import knowledge_file_for
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
@@ -38,7 +39,6 @@ from relay_nb.notebook.command import (
     interpolate,
     parse_command,
 )
-from relay_nb.facade.knowledge import knowledge_file_for
 from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle

@@ -31,11 +31,10 @@ _MARKDOWN = (
     (re.compile(r"(\*\*|__)(.+?)\1"), r"\2"),  # **bold**
     (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"\1"),  # *italic*
     (re.compile(r"`([^`]+)`"), r"\1"),  # `code`
-    (re.compile(r"^\s{0,3}#{1,6}\s+", re.M), ""),  # # heading
-    (re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.M), "· "),  # list items
-    (re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$", re.M), ""),  # a table's |---|---| rule
-    (re.compile(r"\s*\|\s*", re.M), " | "),  # table cells
+    (re.compile(r"^\s{0,3}#{1,6}\s+"), ""),  # # heading
+    (re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+"), "· "),  # list items
 )
+_TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*\|?\s*$")
 
 
 def history_text(turns: Sequence[TurnResult], *, answer_chars: int = ANSWER_CHARS) -> str:
@@ -51,8 +50,7 @@ def history_text(turns: Sequence[TurnResult], *, answer_chars: int = ANSWER_CHAR
             if call.asked:
                 lines.append(f"    {_flat(call.asked, 200)} → {_flat(call.content, 120)}")
             elif query:
-                where = getattr(call.artifact, "connector_id", "") or call.name
-                lines.append(f"    {where} · {call.status}: {_flat(query, _SQL_CHARS)}")
+                lines.append(f"    {call.name} · {call.status}: {_flat(query, _SQL_CHARS)}")
         answer = plain_answer(turn.answer, answer_chars) or "(no answer)"
         lines.append(f"    A: {answer}")
         if turn.finish_reason != "stop":
@@ -62,11 +60,19 @@ def history_text(turns: Sequence[TurnResult], *, answer_chars: int = ANSWER_CHAR
 
 def plain_answer(answer: str, limit: int = ANSWER_CHARS) -> str:
     """``answer`` without its Markdown markup, on one line, cut at a word within ``limit``
-    characters with an ellipsis."""
-    text = answer
-    for pattern, replacement in _MARKDOWN:
-        text = pattern.sub(replacement, text)
-    return _flat(text.replace("| |", "|").strip(" |"), limit)
+    characters with an ellipsis (a table's rows read ``a | b; 1 | 2``)."""
+    parts: list[str] = []
+    for line in answer.splitlines():
+        if _TABLE_RULE.match(line):
+            continue
+        for pattern, replacement in _MARKDOWN:
+            line = pattern.sub(replacement, line)
+        if line.strip().startswith("|"):
+            cells = " | ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+            parts.append(cells + ";")
+        elif line.strip():
+            parts.append(line.strip())
+    return _flat(" ".join(parts).rstrip(";"), limit)
 
 
 def usage_frame(turns: Sequence[TurnResult]) -> pd.DataFrame:

@@ -55,8 +55,7 @@ def find_table(connectors: Mapping[str, Any], name: str) -> tuple[str, Catalog, 
     hint = f"; did you mean {close[0]}?" if close else ""
     unreadable = f"; not read: {', '.join(unread)}" if unread else ""
     raise ConfigurationError(
-        f"no table named {name!r}{hint} (%relay --connectors lists what is connected)"
-        + unreadable
+        f"no table named {name!r}{hint} (%relay --connectors lists what is connected)" + unreadable
     )
 
 
@@ -71,7 +70,8 @@ def table_title(connector_id: str, catalog: Catalog, table: TableInfo) -> str:
         for other in catalog.tables
         for fk in other.foreign_keys
         if fk.ref_table == table.name
-        and (fk.ref_schema or catalog.default_schema) == (table.schema_name or catalog.default_schema)
+        and (fk.ref_schema or catalog.default_schema)
+        == (table.schema_name or catalog.default_schema)
     ]
     if refs:
         title += f" · referenced by {', '.join(refs[:10])}" + (" …" if len(refs) > 10 else "")
@@ -115,11 +115,12 @@ def _holds(column: ColumnInfo) -> str:
     parts: list[str] = []
     if profile.values:
         shown = ", ".join(profile.values[:12])
-        parts.append(shown + (f", … ({len(profile.values)} values)" if len(profile.values) > 12 else ""))
+        parts.append(
+            shown + (f", … ({len(profile.values)} values)" if len(profile.values) > 12 else "")
+        )
     if profile.low is not None and profile.high is not None:
         about = "≈" if profile.from_statistics or profile.sampled_rows else ""
         parts.append(f"{about}{profile.low} … {profile.high}")
     if profile.null_share:
         parts.append(f"{profile.null_share:.0%} null")
     return "; ".join(parts)
-

@@ -82,7 +82,7 @@ def test_interpolation_of_variables_inputs_and_outputs(
         ("--tables a,b what?", "--tables goes with --connect"),
         ("--model", "--model needs PROFILE"),
         ("--out x", "--out goes with a question"),
-        ("--sql --out x", "--sql and --out go with a question"),
+        ("--sql --out x", "--out and --sql go with a question"),
         ("--describe", "--describe needs TABLE"),
         ("--max-cost -1 what?", "--max-cost takes dollars above 0"),
         ("--usage --model x", "--usage takes no --model"),

@@ -22,14 +22,18 @@ def query(sql: str) -> dict:
 def test_history_shows_each_question_its_sql_rows_and_a_plain_answer(
     shell: TestingShell, relay: Relay, model: ScriptedRuntime
 ) -> None:
-    long_answer = "## Countries\n\n" + "- **Germany** leads with [many](https://x.test) buyers. " * 12
+    long_answer = (
+        "## Countries\n\n" + "- **Germany** leads with [many](https://x.test) buyers. " * 12
+    )
     model.add(query(BY_COUNTRY), {"text": long_answer})
     model.add({"text": "Hello."})
     shell.run("%relay customers by country?")
     shell.run("%relay and say hello")
     lines = shell.run("%relay --history").stdout.splitlines()
     assert lines[0] == "[1] Q: customers by country?"
-    assert lines[1].startswith("    shop · ") and " rows: SELECT country, COUNT(*) AS n" in lines[1]
+    assert (
+        lines[1].startswith("    query_shop · ") and " rows: SELECT country, COUNT(*)" in lines[1]
+    )
     answer = lines[2]
     assert answer.startswith("    A: Countries · Germany leads with many buyers.")
     assert "**" not in answer and "](" not in answer and "#" not in answer
@@ -50,7 +54,7 @@ def test_history_after_reset_says_the_conversation_is_empty(
     ("markdown", "plain"),
     [
         ("Revenue was **$1,200** in *Q3*.", "Revenue was $1,200 in Q3."),
-        ("| a | b |\n|---|---|\n| 1 | 2 |", "a | b 1 | 2"),
+        ("| a | b |\n|---|---|\n| 1 | 2 |", "a | b; 1 | 2"),
         ("1. first\n2. second", "· first · second"),
         ("use `SUM(total)`", "use SUM(total)"),
         ("2 * 3 * 4 = 24", "2 * 3 * 4 = 24"),  # arithmetic is not emphasis
@@ -88,11 +92,18 @@ def test_describe_shows_columns_types_keys_and_values_without_a_model_call(
     shell: TestingShell, relay: Relay, model: ScriptedRuntime
 ) -> None:
     run = shell.run("%relay --describe orders")
-    title = run.stdout.strip()
-    assert title.startswith("shop.orders (table, ") and "referenced by" in title
+    assert (
+        run.stdout.strip() == "shop.orders (table, 5 columns) · referenced by order_items(order_id)"
+    )
     (html,) = run.htmls
     assert "<th>column</th>" in html and "<th>type</th>" in html and "<th>key</th>" in html
     assert "primary key" in html and "→ customers.id" in html
+    assert "delivered, paid, shipped, pending, cancelled, refunded" in html  # the profile's
+    customers = shell.run("%relay --describe CUSTOMERS").stdout
+    assert (
+        customers.startswith("shop.customers (table, ")
+        and "referenced by orders(customer_id)" in customers
+    )
     assert model.requests == []  # no model call
     assert "shop.orders" in shell.run("%relay --describe shop.orders").stdout
 
@@ -106,7 +117,7 @@ def test_describe_names_the_connectors_when_two_hold_the_table(
     shell: TestingShell, relay: Relay, shop_url: str
 ) -> None:
     relay.connect("copy", shop_url)
-    with pytest.raises(RelayCellError, match="shop.orders, copy.orders"):
+    with pytest.raises(RelayCellError, match=r"shop\.orders, copy\.orders"):
         shell.run("%relay --describe orders")
     assert shell.run("%relay --describe copy.orders").stdout.startswith("copy.orders")
 
