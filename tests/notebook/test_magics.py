@@ -310,3 +310,13 @@ def test_a_turn_as_a_cells_last_line_shows_its_trace(
     text, page = data["text/plain"], data["text/html"]
     assert "\n" not in text and text.startswith("TurnResult(question='how many products?'")
     assert 'class="relay-turn ' in page and "There are 20 products." in page
+
+
+def test_load_ext_in_a_cell_after_a_load_outside_one_says_nothing(shell: TestingShell) -> None:
+    """Loaded by a profile's ``extensions`` or a startup file (no cell ran it), then by the
+    notebook's first cell: no "already loaded … use %reload_ext"."""
+    shell.ip.run_line_magic("load_ext", "relay_nb")  # outside any cell
+    assert "relay_nb" in shell.ip.extension_manager.loaded
+    run = shell.run("%load_ext relay_nb")
+    assert run.stdout == "" and run.outputs == []
+    assert shell.run("%load_ext relay_nb").stdout == ""  # and run again
