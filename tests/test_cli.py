@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 RELAY_NB = Path(sys.executable).with_name("relay-nb")
 
@@ -250,3 +252,26 @@ def test_eval_mistakes_are_one_line_with_the_fix(tmp_path):
         f"shop=sqlite:///{tmp_path / 'none.db'}",
     )
     assert missing.returncode == 2 and "none.db" in missing.stderr
+
+
+def test_demo_examples_writes_the_shipped_bank_once_and_keeps_what_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The files the docs' eval command names, out of the package (a wheel has no clone)."""
+    from relay_nb.cli import main
+
+    target = tmp_path / "ex"
+    assert main(["demo", "--examples", str(target)]) == 0
+    first = capsys.readouterr().out
+    assert (
+        first.count("wrote ") == 4 and f"Next: relay-nb eval {target}/shop_questions.yaml" in first
+    )
+    assert (target / "shop_questions.yaml").read_bytes() == (ROOT / BANK).read_bytes()
+    assert (target / "shop_expected" / "categories.csv").exists()
+    (target / "shop_answers.json").write_text("[]")  # the analyst's own edit is kept
+    assert main(["demo", "--examples", str(target)]) == 0
+    assert capsys.readouterr().out.count("kept ") == 4
+    assert (target / "shop_answers.json").read_text() == "[]"
+    (tmp_path / "a_file").write_text("x")
+    assert main(["demo", "--examples", str(tmp_path / "a_file")]) == 2
+    assert "is a file; name a directory" in capsys.readouterr().err

@@ -59,9 +59,26 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.examples is not None:
+        return _examples(args.examples)
     from relay_nb.demo.run import run_demo
 
     return run_demo(db=args.db, model=args.model, notebook=args.notebook, timeout=args.timeout)
+
+
+def _examples(directory: str) -> int:
+    from relay_nb.demo.files import write_examples
+
+    written, kept = write_examples(directory)
+    for path in written:
+        print(f"wrote {path}")
+    for path in kept:
+        print(f"kept {path} (it exists)")
+    bank, answers = (
+        f"{directory.rstrip('/')}/{n}" for n in ("shop_questions.yaml", "shop_answers.json")
+    )
+    print(f"Next: relay-nb eval {bank} --model scripted:{answers}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

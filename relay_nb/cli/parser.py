@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--timeout", type=_positive(float), default=300.0, help="seconds per notebook cell"
     )
+    demo.add_argument(
+        "--examples",
+        nargs="?",
+        const="examples",
+        metavar="DIR",
+        help="write the example question bank and scripted answers the docs use (default "
+        "./examples), then stop",
+    )
 
     ask = commands.add_parser(
         "ask",

@@ -102,10 +102,10 @@ def table_frame(catalog: Catalog, table: TableInfo) -> pd.DataFrame:
         }
         for column in table.columns
     ]
-    frame = pd.DataFrame(rows, columns=["column", "type", "nullable", "key", "holds", "comment"])
-    if not frame["comment"].astype(bool).any():
-        frame = frame.drop(columns="comment")
-    return frame
+    columns = ["column", "type", "nullable", "key", "holds", "comment"]
+    if not any(row["comment"] for row in rows):
+        columns.pop()  # no column has one: no empty column
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _holds(column: ColumnInfo) -> str:
