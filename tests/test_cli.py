@@ -275,3 +275,72 @@ def test_demo_examples_writes_the_shipped_bank_once_and_keeps_what_exists(
     (tmp_path / "a_file").write_text("x")
     assert main(["demo", "--examples", str(tmp_path / "a_file")]) == 2
     assert "is a file; name a directory" in capsys.readouterr().err
+
+
+def test_ask_shows_its_steps_saves_the_table_and_fails_when_no_query_ran(tmp_path):
+    """The terminal as an analyst uses it (issue 37, item 10): a line per step while the turn
+    runs, --out FILE, and a non-zero exit when the answer rests on no data."""
+    url = _shop(tmp_path)
+    sql = "SELECT name, price FROM products ORDER BY price DESC LIMIT 3"
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            [{"tool_calls": [{"name": "query_db", "input": {"sql": sql}}]}, {"text": "Three."}]
+        )
+    )
+    saved = tmp_path / "top.csv"
+    done = run("ask", url, "top 3?", "--model", f"scripted:{script}", "--out", str(saved))
+    assert done.returncode == 0, done.stderr
+    assert "… running query_db" in done.stderr and "  query_db: 3 rows" in done.stderr
+    assert f"saved 3 rows to {saved}" in done.stdout
+    assert saved.read_text().splitlines()[0] == "name,price"
+    as_json = tmp_path / "top.json"
+    run("ask", url, "top 3?", "--model", f"scripted:{script}", "--out", str(as_json))
+    assert [row["name"] for row in json.loads(as_json.read_text())][0]
+    wrong = run("ask", url, "top 3?", "--model", f"scripted:{script}", "--out", "top.xlsx")
+    assert wrong.returncode == 2 and "end it in .csv, .parquet or .json" in wrong.stderr
+    assert wrong.stdout == ""  # refused before connecting or asking
+    # a script written for another connector name: the tool does not exist here
+    other = tmp_path / "other.json"
+    other.write_text(
+        json.dumps(
+            [{"tool_calls": [{"name": "query_chinook", "input": {"sql": sql}}]}, {"text": "Hm."}]
+        )
+    )
+    failed = run("ask", url, "top 3?", "--model", f"scripted:{other}")
+    assert failed.returncode == 1
+    assert "query_chinook is not a tool here; this target's tools are query_db" in failed.stderr
+
+
+def test_ctrl_c_during_a_query_says_what_was_running_and_exits_130(tmp_path):
+    import signal
+    import time
+
+    url = _shop(tmp_path)
+    slow = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000000) "
+        "SELECT COUNT(*) AS n FROM c"
+    )
+    script = tmp_path / "slow.json"
+    script.write_text(
+        json.dumps([{"tool_calls": [{"name": "query_db", "input": {"sql": slow}}]}, {"text": "x"}])
+    )
+    command = [str(Path(sys.executable).with_name("relay-nb")), "ask", url, "count", "--model"]
+    env = {**os.environ, "RELAY_MODEL_REQUESTS": "none"}
+    process = subprocess.Popen(
+        [*command, f"scripted:{script}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 60
+    while "… running query_db" not in seen and time.monotonic() < deadline:
+        seen += process.stderr.readline()
+    time.sleep(0.5)  # the query is running
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=60)
+    assert process.returncode == 130, seen + rest
+    assert "relay-nb: stopped while running query_db" in rest

@@ -32,7 +32,7 @@ def _ask(args: argparse.Namespace) -> int:
     from relay_nb.cli.ask import run_ask
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
-    return run_ask(args.target, args.question, model=args.model, tables=tables)
+    return run_ask(args.target, args.question, model=args.model, tables=tables, save_to=args.out)
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--tables", metavar="a,b", help="the only tables (or collections) the model may read"
     )
+    ask.add_argument(
+        "--out",
+        metavar="FILE",
+        help="save the answer's table (.csv, .parquet or .json) and its charts beside it",
+    )
 
     evaluate = commands.add_parser(
         "eval",
