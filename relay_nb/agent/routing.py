@@ -33,10 +33,11 @@ ModelSetting = ModelRuntime | str | Callable[[str], ModelRuntime] | None
 _ROUTABLE_KINDS = ("anthropic", "claude-code")
 
 NO_MODEL_MESSAGE = (
-    "no model is configured. Set RELAY_MODEL to a profile (e.g. 'anthropic:claude-sonnet-4-6', "
-    "'openai:gpt-4.1-mini', 'openai-compatible:llama3.2@http://127.0.0.1:11434/v1' or "
-    "'scripted:path/to/script.json'), set ANTHROPIC_API_KEY, log in to the `claude` CLI, "
-    "or pass model= (a profile string or a runtime object)"
+    "no model is configured. In a notebook: %relay --model PROFILE; else set RELAY_MODEL to "
+    "one, set ANTHROPIC_API_KEY, or pass model=. A profile: 'anthropic:claude-sonnet-4-6', "
+    "'openai:gpt-4.1-mini'; no API key: 'openai-compatible:llama3.2@http://127.0.0.1:11434/v1' "
+    "(a local Ollama), 'claude-code:sonnet' (a logged-in `claude` CLI) or "
+    "'scripted:path/to/steps.json' (plays back steps you write, offline and free)"
 )
 
 
