@@ -296,7 +296,8 @@ def test_ask_shows_its_steps_saves_the_table_and_fails_when_no_query_ran(tmp_pat
     assert saved.read_text().splitlines()[0] == "name,price"
     as_json = tmp_path / "top.json"
     run("ask", url, "top 3?", "--model", f"scripted:{script}", "--out", str(as_json))
-    assert [row["name"] for row in json.loads(as_json.read_text())][0]
+    records = json.loads(as_json.read_text())
+    assert len(records) == 3 and set(records[0]) == {"name", "price"}
     wrong = run("ask", url, "top 3?", "--model", f"scripted:{script}", "--out", "top.xlsx")
     assert wrong.returncode == 2 and "end it in .csv, .parquet or .json" in wrong.stderr
     assert wrong.stdout == ""  # refused before connecting or asking

@@ -114,23 +114,26 @@ class LiveTurnView:
             self._set_status(self._status_text)
 
     def finish(self, turn: TurnResult) -> None:
-        """Blank the live widgets, show the static trace, release the widgets."""
-        from IPython.display import display, update_display
+        """Replace the live widgets with the static trace (one output, where they were),
+        then release the widgets."""
+        from IPython.display import update_display
 
         try:
-            update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
             data, metadata = turn_bundle(turn, max_rows=self.max_rows)
-            display(data, metadata=metadata, raw=True)
+            update_display(data, metadata=metadata, raw=True, display_id=self.display_id)
         finally:
             self.close()
 
     def interrupted(self) -> None:
         """The cell was interrupted before a result existed: say so, keep no widgets."""
-        from IPython.display import display, update_display
+        from IPython.display import update_display
 
         try:
-            update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
-            display({"text/plain": f"Q: {self.question}\n(interrupted)"}, raw=True)
+            update_display(
+                {"text/plain": f"Q: {self.question}\n(interrupted)"},
+                raw=True,
+                display_id=self.display_id,
+            )
         finally:
             self.close()
 

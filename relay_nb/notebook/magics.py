@@ -29,7 +29,12 @@ from relay_nb.facade.default import default_relay, existing_default_relay, setti
 from relay_nb.facade.knowledge import knowledge_file_for
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
-from relay_nb.notebook.approval import ButtonApprover, ask_with_input, buttons_unavailable_reason
+from relay_nb.notebook.approval import (
+    ButtonApprover,
+    ask_with_input,
+    buttons_unavailable_reason,
+    takes_no_input,
+)
 from relay_nb.notebook.clarify import clarifier_for
 from relay_nb.notebook.command import (
     HELP,
@@ -90,7 +95,9 @@ class RelayMagics(Magics):
         None, allow_none=True, help="Per-turn cost cap in USD (None: no cap)."
     ).tag(config=True)
     widgets = Bool(
-        True, help="Show the turn live (ipywidgets) while it runs; the saved output is static."
+        True,
+        help="Show the turn live (ipywidgets) while it runs, where someone can watch (not in "
+        "nbclient, nbval or papermill); the saved output is the static trace alone.",
     ).tag(config=True)
     show_sql_cell = Bool(
         False, help="Like --sql on every question: put the last SQL into a new cell."
@@ -224,7 +231,8 @@ class RelayMagics(Magics):
         turn_options = {o.field: values[name] for name, o in SETTINGS.items() if o.field}
         rows: int = values["--rows"]
         view = None
-        if self.widgets:
+        # a run nobody watches (nbclient, nbval, papermill) gets the static trace alone
+        if self.widgets and not takes_no_input():
             view = LiveTurnView(question, max_rows=rows, session_usage=relay.usage)
             view.show()
         turns_before = len(relay.turns)

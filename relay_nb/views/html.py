@@ -63,7 +63,9 @@ _STYLE = (
     f".relay-turn .relay-usage{{color:{MUTED_COLOR};margin-top:6px}}"
     ".relay-turn .relay-note{color:var(--jp-warn-color0,#b36b00);margin-top:4px}"
     ".relay-turn .relay-verified{color:var(--jp-success-color0,#2e7d32);margin-top:4px}"
-    ".relay-turn pre{margin:4px 0}.relay-turn table{font-size:12px}</style>"
+    # SQL and errors in the code font everywhere: nbconvert's page would set them in its text font
+    ".relay-turn pre{margin:4px 0;font-family:var(--jp-code-font-family,monospace)}"
+    ".relay-turn table{font-size:12px}</style>"
 )
 
 
@@ -74,6 +76,8 @@ def turn_html(turn: TurnResult | TurnView, *, max_rows: int = HTML_PREVIEW_ROWS)
     parts.append(f'<div class="relay-question"><b>Q:</b> {html.escape(view.question)}</div>')
     for call in view.calls:
         parts.append(_call_html(call, max_rows, opened=view.opened(call)))
+    for reading in view.readings:  # the answer rests on what the analyst chose: said on it
+        parts.append(f'<div class="relay-reading"><b>{html.escape(reading)}</b></div>')
     parts.append(f'<div class="relay-answer">{answer_html(view.answer)}</div>')
     if view.finish_reason not in (None, "stop"):
         reason = html.escape(view.finish_reason or "")

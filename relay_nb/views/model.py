@@ -182,6 +182,23 @@ class TurnView(BaseModel):
             phase=f"done ({turn.finish_reason})",
         )
 
+    @property
+    def readings(self) -> list[str]:
+        """What the analyst chose when the model asked back (a ``clarify`` call's answer),
+        shown on the answer, which rests on it: ``"You chose: calendar quarter (asked: which
+        quarter?)"``, or that nobody answered and the model picked a reading."""
+        readings = []
+        for call in self.calls:
+            chosen = getattr(call.artifact, "choice", "")
+            if not call.asked or call.is_error or chosen == "":
+                continue
+            asked = " ".join(str(call.input.get("question", "")).split())
+            if chosen is None:
+                readings.append(f"Nobody answered {asked!r}: the model picked a reading")
+            else:
+                readings.append(f"You chose: {chosen} (asked: {asked})")
+        return readings
+
     def opened(self, call: CallView) -> bool:
         """Whether ``call`` is shown unfolded: the last query's table (what the answer is
         about, so its SQL and rows are visible without a click), every chart, and an error

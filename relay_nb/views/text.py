@@ -54,6 +54,7 @@ def turn_text(
             textwrap.fill(line, width - 3, break_on_hyphens=False) if line else line
             for line in answer.splitlines()
         )
+    lines += [_one_line(reading) for reading in view.readings]
     lines.append("A: " + (answer.replace("\n", "\n   ") if answer else "(no answer)"))
     if view.finish_reason not in (None, "stop"):
         lines.append(f"stopped: {view.finish_reason}")

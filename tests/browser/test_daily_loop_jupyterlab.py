@@ -122,6 +122,8 @@ def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
             nb.page.wait_for_timeout(250)
         outputs = saved["cells"][RELAY_CELL]["outputs"]
         assert any("text/html" in o.get("data", {}) for o in outputs)
+        # the trace took the live view's place: no empty output left before it
+        assert len(outputs) == 1, [sorted(o.get("data", {})) for o in outputs]
         assert not any(
             "application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs
         )

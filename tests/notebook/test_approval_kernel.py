@@ -125,7 +125,8 @@ def of(messages: list[dict[str, Any]], msg_id: str, kind: str) -> list[dict[str,
 
 def texts(messages: list[dict[str, Any]], msg_id: str) -> str:
     parts = [c["text"] for c in of(messages, msg_id, "stream")]
-    parts += [c["data"].get("text/plain", "") for c in of(messages, msg_id, "display_data")]
+    for kind in ("display_data", "update_display_data"):  # the trace replaces the live view
+        parts += [c["data"].get("text/plain", "") for c in of(messages, msg_id, kind)]
     return "\n".join(parts)
 
 

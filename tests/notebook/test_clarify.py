@@ -79,6 +79,13 @@ def test_a_click_answers_the_question_and_the_trace_keeps_both(
 
     assert "Which quarter do you mean?" in turn_html(turn)
     assert "The user chose: fiscal quarter" in turn_text(turn)
+    # the reading the answer rests on is shown on the answer, not only inside the folded step
+    reading = "<b>You chose: fiscal quarter (asked: Which quarter do you mean?)</b>"
+    html = turn_html(turn)
+    assert reading in html and html.index(reading) < html.index('class="relay-answer"')
+    lines = turn_text(turn).splitlines()
+    chose = lines.index("You chose: fiscal quarter (asked: Which quarter do you mean?)")
+    assert lines[chose + 1].startswith("A: Fiscal Q3 revenue")
 
 
 def test_no_click_in_time_is_no_answer_and_the_model_is_told_to_choose(
@@ -94,6 +101,10 @@ def test_no_click_in_time_is_no_answer_and_the_model_is_told_to_choose(
     (result,) = turn.tool_results
     assert result.content.startswith("No answer from the user. Choose the most likely meaning")
     assert "no answer within 0.3 s" in view.calls.children[0].get_title(0)
+    from relay_nb.views import turn_text
+
+    said = "Nobody answered 'Which quarter do you mean?': the model picked a reading"
+    assert said in turn_text(turn)
 
 
 def test_without_a_clarifier_the_model_is_not_offered_the_tool(

@@ -69,10 +69,10 @@ def test_the_magic_shows_widgets_then_leaves_only_the_static_trace(
         shell.ip.run_cell("%relay how many products?")
     live, *middle, final = captured.outputs
     assert WIDGET_VIEW in live.data and live.data["text/plain"] == ""
-    (blanked,) = [o for o in middle if o.update]  # the live view, blanked when done
-    assert blanked.transient["display_id"] == live.transient["display_id"]
-    assert blanked.data == {"text/plain": ""}
-    assert not final.update and WIDGET_VIEW not in final.data and "text/html" in final.data
+    assert not [o for o in middle if not o.update]  # no second output: no empty one before it
+    # the trace replaces the live view in its own output (no empty output left before it)
+    assert final.update and final.transient["display_id"] == live.transient["display_id"]
+    assert WIDGET_VIEW not in final.data and "text/html" in final.data
     assert final.data["text/plain"].startswith("Q: how many products?")
     assert final.metadata["relay_nb"]["model"] == "claude-haiku-4-5"
 
