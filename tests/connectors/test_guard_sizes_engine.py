@@ -173,6 +173,7 @@ def _probe(sql: str) -> dict[str, Any]:
     return run_probe(["-c", _PROBE, sql], timeout=110)
 
 
+@pytest.mark.slow  # a live engine pushed to its harmful size, in a child process
 @pytest.mark.parametrize(("reduced", "full"), HARM.values(), ids=HARM.keys())
 def test_payload_class_is_harmful_live_then_refused(reduced: str, full: str):
     measured = _probe(reduced)
@@ -184,6 +185,7 @@ def test_payload_class_is_harmful_live_then_refused(reduced: str, full: str):
     assert info.value.rule == RULE
 
 
+@pytest.mark.slow  # a live engine pushed to its harmful size, in a child process
 def test_the_bound_itself_is_harmless_live():
     """The largest value the rule lets a row build, for every row of a large scan: the
     analysis's own worst case, three 2048-row chunks on one thread, peaks near 130 MB."""

@@ -544,6 +544,7 @@ HARM = {
 }
 
 
+@pytest.mark.slow  # a live engine pushed to its harmful size, in a child process
 @pytest.mark.parametrize(("reduced", "full"), HARM.values(), ids=HARM.keys())
 def test_payload_class_is_harmful_live_then_refused(
     reduced: str, full: str, sqlite_shop: Path
@@ -564,6 +565,7 @@ CLAMPED = {
 }
 
 
+@pytest.mark.slow  # a live engine pushed to its harmful size, in a child process
 @pytest.mark.parametrize("sql", CLAMPED.values(), ids=CLAMPED.keys())
 def test_count_from_the_data_is_harmful_live_then_clamped(sql: str, sqlite_shop: Path):
     assert probe_sqlite(sqlite_shop, sql, raw=True)["growth_mb"] > 150
@@ -573,6 +575,7 @@ def test_count_from_the_data_is_harmful_live_then_clamped(sql: str, sqlite_shop:
     assert after["error"] is None and after["growth_mb"] < 20, after
 
 
+@pytest.mark.slow  # a live engine pushed to its harmful size, in a child process
 def test_the_bound_itself_is_harmless_live(sqlite_shop: Path):
     """The most a row may build, 16 KiB twice, in a sorter over 20 000 generated rows (the
     sorter's merge is the costliest place for built rows) and in a 64-row fetch."""

@@ -230,6 +230,7 @@ def _probe(mode: str, url: str, sql: str) -> dict:
     return run_probe([str(PROBE), mode, url, sql], timeout=120)
 
 
+@pytest.mark.slow  # a live engine pushed to its harmful size, in a child process
 @pytest.mark.parametrize("payload", [HUGE_ROWS, ONE_HUGE_ROW], ids=["huge-rows", "one-huge-row"])
 def test_kernel_memory_is_bounded_by_the_result_limit(shop_db, payload) -> None:
     sql = payload[shop_db.dialect]
