@@ -158,9 +158,32 @@ def sql_html(sql: str) -> str:
     from pygments.lexers import SqlLexer
 
     # no background of its own: the cell's (light or dark) shows through, and the plain text
-    # takes the theme's colour; the keyword colours read on both
+    # takes the theme's colour; each token's colour is the theme's code colour for it
     formatter = HtmlFormatter(noclasses=True, nowrap=False, nobackground=True)
-    return highlight(sql.strip(), SqlLexer(), formatter)
+    return _THEMED_COLOR.sub(_themed, highlight(sql.strip(), SqlLexer(), formatter))
+
+
+_THEMED_COLOR = re.compile(r"color: #([0-9A-Fa-f]{6}|[0-9A-Fa-f]{3})\b")
+_THEME_VARIABLES = {
+    # Pygments' default colour → the JupyterLab theme's colour for that kind of token, so the
+    # dark theme's are used there (Pygments' green keywords are 3.7:1 on its background, under
+    # WCAG AA's 4.5:1); the Pygments colour stays as the fallback where no theme is loaded
+    "008000": "--jp-mirror-editor-keyword-color",  # keywords, built-in functions
+    "666666": "--jp-mirror-editor-number-color",  # numbers, operators
+    "aa22ff": "--jp-mirror-editor-operator-color",  # AND, OR, NOT, IN
+    "ba2121": "--jp-mirror-editor-string-color",
+    "19177c": "--jp-mirror-editor-variable-2-color",  # quoted identifiers
+    "b00040": "--jp-mirror-editor-builtin-color",  # type names (CAST … AS INTEGER)
+    "0000ff": "--jp-mirror-editor-def-color",  # function names
+    "3d7b7b": "--jp-content-font-color2",  # comments, muted
+}
+
+
+def _themed(match: re.Match[str]) -> str:
+    code = match.group(1).lower()
+    full = "".join(c * 2 for c in code) if len(code) == 3 else code
+    variable = _THEME_VARIABLES.get(full)
+    return f"color: var({variable},#{code})" if variable else match.group(0)
 
 
 def answer_html(markdown: str) -> str:

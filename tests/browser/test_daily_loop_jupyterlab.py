@@ -62,6 +62,28 @@ LUMINANCE = """(el) => {
     return [lum(color), lum(bg ? getComputedStyle(bg).backgroundColor : 'rgb(255,255,255)')];
 }"""
 
+CONTRAST = """(area) => {
+    // WCAG 2 contrast of every coloured SQL token against what is behind it: the lowest
+    const parse = (c) => { const v = c.match(/[\\d.]+/g).map(Number); return v.length > 3 ? v : [...v, 1]; };
+    const linear = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    const lum = (rgb) => 0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
+    const clear = ['rgba(0, 0, 0, 0)', 'transparent'];
+    let lowest = [99, ''];
+    for (const span of area.querySelectorAll('.relay-turn .highlight span[style*="color"]')) {
+        const text = span.textContent.trim();
+        if (!text) continue;  // whitespace has no glyph to read
+        let bg = span;
+        while (bg && clear.includes(getComputedStyle(bg).backgroundColor)) bg = bg.parentElement;
+        const back = parse(bg ? getComputedStyle(bg).backgroundColor : 'rgb(255, 255, 255)');
+        const [r, g, b, a] = parse(getComputedStyle(span).color);
+        const fore = [r, g, b].map((v, i) => v * a + back[i] * (1 - a));
+        const [hi, lo] = [lum(fore), lum(back)].sort((x, y) => y - x);
+        const ratio = (hi + 0.05) / (lo + 0.05);
+        if (ratio < lowest[0]) lowest = [ratio, text];
+    }
+    return lowest;
+}"""
+
 
 def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
     open_notebook, jupyterlab
@@ -98,6 +120,8 @@ def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
         nb.screenshot("jupyterlab-loop-light.png")
         # the theme: text and background far apart (the muted line is not #666 on black)
         assert light_bg > 0.8 and light_text < 0.6, (light_text, light_bg)
+        light_sql = area.evaluate(CONTRAST)  # WCAG AA for text: 4.5:1, in either theme
+        assert light_sql[0] >= 4.5, light_sql
 
         nb.page.keyboard.press("Control+Shift+c")  # the command palette
         nb.page.keyboard.type("JupyterLab Dark")
@@ -109,6 +133,8 @@ def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
         dark_text, dark_bg = usage.evaluate(LUMINANCE)
         nb.screenshot("jupyterlab-loop-dark.png")
         assert dark_bg < 0.3 and dark_text > 0.5, (dark_text, dark_bg)
+        dark_sql = area.evaluate(CONTRAST)
+        assert dark_sql[0] >= 4.5, dark_sql
 
         # -- saved: the static trace, and no widget state ----------------------------------
         nb.page.locator(".jp-Notebook").first.click()  # focus the notebook, as a user's click
