@@ -163,6 +163,9 @@ class ToolResult(BaseModel):
     failure: Failure | None = None
     """Set with ``is_error`` by :meth:`Tool.run` (None on an error result a handler returned
     itself: read as ``"error"``)."""
+    rule: str | None = None
+    """A guard's refusal: its rule (``table_not_allowed``), for tests, evaluations and the
+    views, which show the analyst ``content`` without it (the model reads it whole)."""
     artifact: Any = None
     """Kept for the notebook (e.g. a QueryResult with the full DataFrame); never sent."""
     elapsed_ms: float = 0.0
@@ -302,7 +305,10 @@ class Tool:
                 if isinstance(exc, QueryTimeoutError)
                 else "error"
             )
-            return ToolResult(content=_clip(redact(str(exc))), is_error=True, failure=failure)
+            rule = exc.rule if isinstance(exc, UnsafeQueryError) else None
+            return ToolResult(
+                content=_clip(redact(str(exc))), is_error=True, failure=failure, rule=rule
+            )
         except Exception as exc:  # a bug in a tool must not end the turn, nor leak secrets
             return ToolResult(
                 content=_clip(f"{self.name} failed: {type(exc).__name__}: {redact(str(exc))}"),

@@ -63,6 +63,8 @@ class ToolOutcome(BaseModel):
     is_error: bool = False
     failure: Failure | None = None
     """Why it failed (refused, timeout, error, denied, cancelled); None when it did not."""
+    rule: str | None = None
+    """A guard's refusal: the rule it broke (``table_not_allowed``; see ``ToolResult.rule``)."""
     artifact: Any = None
     """E.g. a QueryResult with the full DataFrame; never sent to the model."""
     elapsed_ms: float = 0.0
@@ -246,6 +248,7 @@ def _outcome(call: ToolCall, result: ToolResult) -> ToolOutcome:
         content=result.content,
         is_error=result.is_error,
         failure=(result.failure or "error") if result.is_error else None,
+        rule=result.rule,
         artifact=result.artifact,
         elapsed_ms=result.elapsed_ms,
     )

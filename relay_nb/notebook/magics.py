@@ -24,7 +24,7 @@ from relay_nb.agent.approval import Approver
 from relay_nb.agent.settings import option_setting
 from relay_nb.connectors.base import Connector
 from relay_nb.context import DataFrameNamespaceSource
-from relay_nb.errors import Cancelled, ConfigurationError, RelayError
+from relay_nb.errors import Cancelled, ConfigurationError, RelayError, UnsafeQueryError
 from relay_nb.facade.default import default_relay, existing_default_relay, setting_changes
 from relay_nb.facade.knowledge import knowledge_file_for
 from relay_nb.facade.relay import Relay
@@ -326,6 +326,8 @@ class RelayMagics(Magics):
         command = parse_sql_cell(line, cell)
         try:
             result = self._run_sql(command)
+        except UnsafeQueryError as exc:  # the words, not the rule code (kept on the error)
+            raise RelayCellError(redact(exc.message)) from None
         except RelayError as exc:
             raise RelayCellError(redact(str(exc))) from None
         except KeyboardInterrupt:

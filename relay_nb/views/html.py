@@ -110,7 +110,7 @@ def _call_html(call: CallView, max_rows: int, *, opened: bool) -> str:
     if call.status_line:
         body.append(status_line_html(call.status_line))
     if call.is_error:
-        body.append(f'<pre class="relay-error">{html.escape(call.content)}</pre>')
+        body.append(f'<pre class="relay-error">{html.escape(call.shown_content)}</pre>')
     elif call.frame is not None:
         body.append(table_html(call.frame, max_rows=max_rows))
         body.extend(f'<div class="relay-note">⚠ {html.escape(note)}</div>' for note in call.notes)

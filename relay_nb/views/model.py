@@ -51,6 +51,9 @@ class CallView(BaseModel):
     is_error: bool = False
     content: str = ""
     """What went back to the model (an error's message, a result's preview)."""
+    rule: str | None = None
+    """A guard's refusal: its rule, which the model reads and the analyst does not
+    (:attr:`shown_content`)."""
     artifact: Any = None
     """What stays local: a ``QueryResult`` with its DataFrame, a chart's PNG."""
     elapsed_ms: float = 0.0
@@ -69,6 +72,7 @@ class CallView(BaseModel):
             state="done",
             is_error=outcome.is_error,
             content=outcome.content,
+            rule=outcome.rule,
             artifact=outcome.artifact,
             elapsed_ms=outcome.elapsed_ms,
             status_line=status_line,
@@ -83,6 +87,13 @@ class CallView(BaseModel):
         if self.state == "awaiting_approval":
             return "waiting for your approval"
         return "error" if self.is_error else status_of(self.artifact, estimate=not self.status_line)
+
+    @property
+    def shown_content(self) -> str:
+        """:attr:`content` as the analyst reads it: a refusal's words without its rule code
+        (``table_not_allowed: tracks is not …`` → ``tracks is not …``)."""
+        prefix = f"{self.rule}: " if self.rule else ""
+        return self.content.removeprefix(prefix) if prefix else self.content
 
     @property
     def title(self) -> str:

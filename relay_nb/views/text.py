@@ -88,7 +88,7 @@ def _call_lines(
     if call.status_line:  # what it said while it ran: a query's cost, before it ran
         lines.append("    " + _one_line(call.status_line))
     if call.is_error:
-        lines.append("    " + _one_line(call.content))
+        lines.append("    " + _one_line(call.shown_content))
     elif call.frame is not None and preview_rows > 0:
         table = call.frame.head(preview_rows).to_string(index=False, max_colwidth=40)
         lines += ["    " + line[:_MAX_LINE] for line in table.splitlines()]

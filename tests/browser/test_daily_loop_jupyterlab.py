@@ -64,9 +64,15 @@ LUMINANCE = """(el) => {
 
 CONTRAST = """(area) => {
     // WCAG 2 contrast of every coloured SQL token against what is behind it: the lowest
-    const parse = (c) => { const v = c.match(/[\\d.]+/g).map(Number); return v.length > 3 ? v : [...v, 1]; };
-    const linear = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    const lum = (rgb) => 0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
+    const parse = (c) => {
+        const v = c.match(/[\\d.]+/g).map(Number);
+        return v.length > 3 ? v : [...v, 1];
+    };
+    const linear = (v) => {
+        v /= 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    };
+    const lum = (c) => 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
     const clear = ['rgba(0, 0, 0, 0)', 'transparent'];
     let lowest = [99, ''];
     for (const span of area.querySelectorAll('.relay-turn .highlight span[style*="color"]')) {

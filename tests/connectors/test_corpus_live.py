@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import math
+import os
 import re
 import tempfile
 from decimal import Decimal
@@ -73,7 +74,7 @@ async def test_adversarial_payloads_are_refused_and_change_nothing(shop_db, conn
         result = await tool.run({"sql": entry["sql"]})
         if not result.is_error:
             problems.append(f"{entry['id']}: ran ({result.content[:80]!r})")
-        elif not result.content.startswith(f"{entry['rule']}:"):
+        elif result.rule != entry["rule"]:
             problems.append(f"{entry['id']}: expected {entry['rule']}, got {result.content[:80]!r}")
         after = snapshot()
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
@@ -84,23 +85,27 @@ async def test_adversarial_payloads_are_refused_and_change_nothing(shop_db, conn
 
 
 def _temp_files(targets: set[str]) -> str:
-    """Regular files directly in the temp directory (where file-writing payloads aim:
-    ``INTO OUTFILE``, ``COPY … TO``, ``ATTACH``, ``VACUUM INTO``): every name, plus size
-    and mtime of the files a payload names (``/tmp/x.db``), which one could overwrite.
+    """What file-writing payloads (``INTO OUTFILE``, ``COPY … TO``, ``ATTACH``, ``VACUUM
+    INTO``) could leave directly in the temp directory: the files a payload names
+    (``/tmp/x.db``), with size and mtime, which one could create or overwrite; and every file
+    a database server wrote there (owned by its user, not this process's), whatever its name.
 
-    Other files' contents are left out: a log another process is writing there may grow
-    meanwhile. Directories too: the fingerprint itself and pytest make scratch directories.
+    Other files of this user are left out: the tests' own processes and anything else
+    running meanwhile write there, and an in-process engine (DuckDB, SQLite) can only write
+    where the statement names, which the targets cover.
     """
     root = Path(tempfile.gettempdir())
+    me = os.getuid()
     entries = []
     for path in sorted(root.iterdir()):
         with contextlib.suppress(OSError):
-            if path.is_file() and not path.is_symlink():
-                entry = path.name
-                if path.name in targets:
-                    stat = path.stat()
-                    entry += f":{stat.st_size}:{stat.st_mtime_ns}"
-                entries.append(entry)
+            if not path.is_file() or path.is_symlink():
+                continue
+            stat = path.stat()
+            if path.name in targets:
+                entries.append(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}")
+            elif stat.st_uid != me:
+                entries.append(f"{path.name} (owner {stat.st_uid})")
     return "\n".join(entries)
 
 

@@ -88,7 +88,7 @@ async def test_catalog_payloads_reveal_a_hidden_table_and_are_refused(shop_db) -
             if not named and seen == control:
                 problems.append(f"{entry['id']}: reveals nothing as the owner ({seen})")
             result = await tool.run({"sql": entry["sql"]})
-            if not (result.is_error and result.content.startswith(f"{entry['rule']}:")):
+            if not (result.is_error and result.rule == entry["rule"]):
                 problems.append(f"{entry['id']}: not refused with {entry['rule']}")
     finally:
         shop.close()

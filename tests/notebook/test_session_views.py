@@ -152,3 +152,20 @@ def test_a_rerun_cell_does_not_insert_the_same_query_again(
     assert "not inserted again" in again.stdout
     shell.run("%relay --sql", cell_id="another-cell")  # another cell: inserted there
     assert shell.ip.rl_next_input == inserted
+
+
+def test_a_refusal_reads_as_words_and_keeps_its_rule_on_the_result(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    """Item 9: no rule codes in what the analyst reads; the model and the tests keep them."""
+    model.add(query("SELECT * FROM tracks"), {"text": "No such table."})
+    run = shell.run("%relay list the tracks")
+    (outcome,) = relay.turns[-1].tool_results
+    assert outcome.rule == "table_not_allowed"
+    assert outcome.content.startswith("table_not_allowed: tracks is not a table you may read")
+    assert "tracks is not a table you may read" in run.texts[0]
+    assert "table_not_allowed" not in run.texts[0] and "table_not_allowed" not in run.htmls[0]
+    with pytest.raises(RelayCellError) as refused:
+        shell.run("%relay_sql shop DELETE FROM orders")
+    assert "table_not_allowed" not in str(refused.value)
+    assert "not_a_query" not in str(refused.value) and "only SELECT" in str(refused.value)
