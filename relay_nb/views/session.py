@@ -40,7 +40,7 @@ _TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*\|?\s*$")
 def history_text(turns: Sequence[TurnResult], *, answer_chars: int = ANSWER_CHARS) -> str:
     """The conversation so far, a few lines a turn (see the module docstring)."""
     if not turns:
-        return "no questions in this conversation yet (%relay --reset started it afresh)"
+        return "no questions in this conversation yet"
     lines: list[str] = []
     for number, turn in enumerate(turns, 1):
         view = TurnView.of(turn)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay_nb.errors import ConfigurationError, RelayError
 from relay_nb.sql.catalog.model import Catalog, ColumnInfo, TableInfo
+from relay_nb.sql.prompt.describe import referenced_by
 from relay_nb.sql.prompt.lines import display_name, fk_target, single_column_fks
 
 if TYPE_CHECKING:
@@ -65,14 +66,7 @@ def table_title(connector_id: str, catalog: Catalog, table: TableInfo) -> str:
     title += f"{len(table.columns)} column{'s' if len(table.columns) != 1 else ''})"
     if table.comment:
         title += f" — {' '.join(table.comment.split())[:200]}"
-    refs = [
-        f"{display_name(catalog, other)}({', '.join(fk.columns)})"
-        for other in catalog.tables
-        for fk in other.foreign_keys
-        if fk.ref_table == table.name
-        and (fk.ref_schema or catalog.default_schema)
-        == (table.schema_name or catalog.default_schema)
-    ]
+    refs = referenced_by(catalog, table)
     if refs:
         title += f" · referenced by {', '.join(refs[:10])}" + (" …" if len(refs) > 10 else "")
     return title

@@ -21,7 +21,7 @@ from relay_nb.sql.prompt.lines import (
 )
 from relay_nb.sql.prompt.ranking import SchemaRanker, search_tables
 
-__all__ = ["describe_request", "describe_tables"]
+__all__ = ["describe_request", "describe_tables", "referenced_by"]
 
 
 def describe_request(
@@ -81,7 +81,7 @@ def _describe_one(catalog: Catalog, table: TableInfo) -> str:
         if len(fk.columns) > 1:
             cols = ", ".join(ident(c, catalog.dialect) for c in fk.columns)
             lines.append(f"  foreign key ({cols}) → {fk_target(catalog, table, fk)}")
-    incoming = _referenced_by(catalog, table)
+    incoming = referenced_by(catalog, table)
     if incoming:
         lines.append(f"  referenced by: {', '.join(incoming)}")
     return "\n".join(lines)
@@ -107,7 +107,8 @@ def _profile_detail(column: ColumnInfo) -> str:
     return text
 
 
-def _referenced_by(catalog: Catalog, target: TableInfo) -> list[str]:
+def referenced_by(catalog: Catalog, target: TableInfo) -> list[str]:
+    """The tables whose foreign keys point at ``target``: ``order_items(order_id)``."""
     refs: list[str] = []
     for table in catalog.tables:
         for fk in table.foreign_keys:
