@@ -360,6 +360,7 @@ def test_demo_with_an_api_key_uses_the_real_runtime(tmp_path):
     assert [r.body["model"] for r in stub.requests] == ["claude-sonnet-4-6"] * 6
 
 
+@pytest.mark.slow  # a real kernel runs the notebook: ~12 s (tests/test_wheel.py runs it too)
 def test_demo_notebook_is_written_and_executed(tmp_path):
     result = _run_cli("--notebook", cwd=tmp_path, timeout=240)
     assert result.returncode == 0, result.stderr + result.stdout
@@ -404,6 +405,7 @@ def test_a_failing_model_stops_the_demo_with_its_error(tmp_path):
     assert "1 question in" in out and "sk-test-demo" not in out
 
 
+@pytest.mark.slow  # a real kernel: ~5 s
 def test_a_failing_notebook_is_still_written_and_named(tmp_path):
     env = _offline_env(ANTHROPIC_API_KEY="sk-test-demo", RELAY_MODEL_REQUESTS="none")
     result = _run_cli("--notebook", "q.ipynb", cwd=tmp_path, env=env, timeout=240)

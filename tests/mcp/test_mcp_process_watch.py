@@ -25,7 +25,10 @@ import relay_nb.connectors.mcp.process as process_module
 from relay_nb.connectors.mcp.process import install_spawn_hook
 from relay_nb.errors import ConnectorError
 
-pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+pytestmark = [
+    pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)"),
+    pytest.mark.slow,  # real server processes and their process groups watched: ~8 s
+]
 
 
 def _can_unshare_pids() -> bool:

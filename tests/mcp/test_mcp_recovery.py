@@ -26,7 +26,10 @@ from relay_nb.connectors.mcp.client import MCPClientHost
 from relay_nb.errors import ConnectorError
 from relay_nb.runtime.types import ToolResultPart
 
-pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+pytestmark = [
+    pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)"),
+    pytest.mark.slow,  # real server processes crashed, killed and restarted: ~14 s
+]
 
 
 def test_an_expired_schema_with_a_dead_server_still_answers_the_turn() -> None:
