@@ -124,13 +124,15 @@ class Running:
         self.current = ""
 
     def on_event(self, event: Any) -> None:
+        from relay_nb.views import status_of  # loaded with the turn's views, not at import
+
         if event.type == "tool_call":
             self.current = f"running {event.name}"
             self._say(f"… {self.current}")
         elif event.type == "tool_result":
             if not event.is_error:  # an error may be Ctrl-C cancelling it: still what ran
                 self.current = ""
-            ended = "error" if event.is_error else _rows(event.artifact)
+            ended = "error" if event.is_error else status_of(event.artifact)
             self._say(f"  {event.name}: {ended}")
         elif event.type == "thinking" and event.step == "calling_model":
             self.current = "waiting for the model"
@@ -140,24 +142,21 @@ class Running:
         print(line, file=self.stream, flush=True)
 
 
-def _rows(artifact: Any) -> str:
-    from relay_nb.views import status_of
-
-    return status_of(artifact)
-
-
 def _no_data(turn: Any, tools: list[str]) -> str:
-    """Why the answer rests on no data (every data call failed), or ``""``."""
+    """Why the answer rests on no data (every data call failed, or only tools this target
+    does not have were called), or ``""``."""
     calls = [r for r in turn.tool_results if r.name in tools]
-    if not calls or any(not r.is_error for r in calls):
-        unknown = [r.name for r in turn.tool_results if r.is_error and r.name not in tools]
-        if unknown and not calls:
-            return (
-                f"{', '.join(dict.fromkeys(unknown))} is not a tool here; this target's tools "
-                f"are {', '.join(tools)}, so no query ran"
-            )
+    if calls:
+        if any(not r.is_error for r in calls):
+            return ""
+        return "no query succeeded, so the answer rests on no data (the errors are above)"
+    unknown = [r.name for r in turn.tool_results if r.is_error]
+    if not unknown:
         return ""
-    return "no query succeeded, so the answer rests on no data (the errors are above)"
+    return (
+        f"{', '.join(dict.fromkeys(unknown))} is not a tool here; this target's tools "
+        f"are {', '.join(tools)}, so no query ran"
+    )
 
 
 def result_saver(path: str) -> Any:

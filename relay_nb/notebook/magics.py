@@ -518,16 +518,12 @@ RelayMagics.relay_sql.__doc__ = SQL_HELP
 def _knows(knowledge: Any) -> str:
     """``2 rules, 1 verified query`` (what a knowledge file brought)."""
     counts = [
-        (len(knowledge.rules), "rule"),
-        (len(knowledge.metrics), "metric"),
-        (len(knowledge.synonyms), "synonym"),
-        (len(knowledge.verified_queries), "verified query"),
+        (len(knowledge.rules), "rule", "rules"),
+        (len(knowledge.metrics), "metric", "metrics"),
+        (len(knowledge.synonyms), "synonym", "synonyms"),
+        (len(knowledge.verified_queries), "verified query", "verified queries"),
     ]
-    parts = [
-        f"{n} {word if n == 1 else word.replace('query', 'querie') + 's'}"
-        for n, word in counts
-        if n
-    ]
+    parts = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
     return ", ".join(parts) or "nothing yet"
 
 
