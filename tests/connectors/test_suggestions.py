@@ -58,6 +58,26 @@ def test_a_table_outside_the_allowlist_is_never_suggested(shop_url):
     assert raised.value.message.endswith("use the schema's tables")
 
 
+def test_a_table_outside_the_default_schema_is_suggested_with_its_schema():
+    from relay_nb.sql import guard_query
+
+    allowed = {("public", "customers"), ("sales", "orders"), ("sales", "customers")}
+    for sql, hint in (
+        ("SELECT * FROM order", "did you mean sales.orders?"),
+        ("SELECT * FROM customer", "did you mean customers?"),  # the default schema's
+        ("SELECT * FROM sales.customer", "did you mean customers?"),  # named with its schema
+    ):
+        with pytest.raises(UnsafeQueryError) as raised:
+            guard_query(
+                sql,
+                dialect="postgres",
+                allowed_tables=allowed,
+                default_schema="public",
+                row_limit=10,
+            )
+        assert raised.value.message.endswith(hint), raised.value.message
+
+
 def _urls(shop_url: str) -> list[tuple[str, str]]:
     urls = [("sqlite", shop_url)]
     for name, variable in (

@@ -389,14 +389,21 @@ def _resolve_table(table: exp.Table, resolver: _Resolver) -> str:
 
 def _closest_tables(name: str, schema: str | None, resolver: _Resolver) -> str:
     """ "did you mean customers?" for a misspelt or misnumbered name (``customer``,
-    ``order_item``), among the tables the query may read only; else the general advice."""
-    readable = sorted(  # sorted: the allowlist is a set, and ties must answer alike each run
-        {table for where, table in resolver.allowed if schema is None or where in (schema, None)}
-    )
-    near = difflib.get_close_matches(name, readable, n=3, cutoff=0.75)
+    ``order_item``), among the tables the query may read only; else the general advice. A
+    table outside the default schema is named with its schema (``big`` → ``lead.big``)."""
+    shown: dict[str, str] = {}
+    # sorted: the allowlist is a set, and ties must answer alike each run
+    for where, table in sorted(resolver.allowed, key=lambda pair: (pair[0] or "", pair[1])):
+        if schema is not None and where not in (schema, None):
+            continue
+        if schema is None and where is not None and where != resolver.default:
+            shown.setdefault(table, f"{guard_text.short(where)}.{guard_text.short(table)}")
+        else:  # a table in the default schema is named plainly
+            shown[table] = guard_text.short(table)
+    near = difflib.get_close_matches(name, sorted(shown), n=3, cutoff=0.75)
     if not near:
         return "use the schema's tables"
-    return "did you mean " + " or ".join(guard_text.short(n) for n in near) + "?"
+    return "did you mean " + " or ".join(shown[n] for n in near) + "?"
 
 
 def _empty_schema(db: object, table: exp.Table) -> bool:
