@@ -20,22 +20,33 @@ work over with :func:`call_in_caller`; the waiting caller runs it between its wa
 A Ctrl-C during such work goes on in the caller as usual; on the loop thread the waiting
 coroutine gets :class:`CallerInterrupted` — after the ``on_interrupt`` hook has run, so a
 turn sees its abort first — never the KeyboardInterrupt itself, which would stop the loop.
+
+:func:`while_waiting` gives the waiting caller something to do between its wait slices (the
+notebook handles widget clicks there, so a Stop button works while the cell blocks).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import queue
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 from relay_nb.errors import Cancelled, ConfigurationError, RelayError
 
-__all__ = ["CallerInterrupted", "LoopThread", "blocking", "call_in_caller", "run_sync"]
+__all__ = [
+    "CallerInterrupted",
+    "LoopThread",
+    "blocking",
+    "call_in_caller",
+    "run_sync",
+    "while_waiting",
+]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -49,6 +60,22 @@ _DONE: Any = object()
 _CALLER: contextvars.ContextVar[queue.SimpleQueue[_Job] | None] = contextvars.ContextVar(
     "relay_nb_caller_jobs", default=None
 )
+
+
+_IDLE = threading.local()
+"""Per thread: what a waiting caller runs between its wait slices (see :func:`while_waiting`)."""
+
+
+@contextlib.contextmanager
+def while_waiting(idle: Callable[[], object]) -> Iterator[None]:
+    """Within this block, a synchronous call waiting on this thread runs ``idle()`` every
+    wait slice (0.1 s) in which no work was handed to it. ``idle`` must return quickly."""
+    before = getattr(_IDLE, "hook", None)
+    _IDLE.hook = idle
+    try:
+        yield
+    finally:
+        _IDLE.hook = before
 
 
 class CallerInterrupted(Exception):
@@ -113,6 +140,7 @@ class LoopThread:
         future = asyncio.run_coroutine_threadsafe(with_caller(), self.loop)
         future.add_done_callback(lambda _: jobs.put(_DONE))
         job: _Job | None = None
+        idle = getattr(_IDLE, "hook", None)
         try:
             while not future.done():
                 # no `continue` inside an `except` here: on CPython 3.11 a KeyboardInterrupt
@@ -128,6 +156,8 @@ class LoopThread:
                         "relay_nb's event loop stopped unexpectedly, so this call cannot "
                         "finish; ask again (a new loop starts)"
                     )
+                elif idle is not None:
+                    idle()
             return future.result()
         except KeyboardInterrupt:
             if on_interrupt is not None:

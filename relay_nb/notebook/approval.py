@@ -42,6 +42,7 @@ __all__ = [
     "ask_with_input",
     "buttons_unavailable_reason",
     "duration",
+    "handle_clicks",
     "kernel_events",
     "no_events",
     "takes_no_input",
@@ -72,6 +73,13 @@ def kernel_events() -> Any:
     from relay_nb.notebook.ui_events import UIEvents
 
     return UIEvents()
+
+
+def handle_clicks() -> None:
+    """Handle the widget messages waiting now (a Stop click), on the cell's thread; what
+    runs between the slices of a blocked cell's wait (``while_waiting``)."""
+    with kernel_events() as handler:
+        handler.process()
 
 
 def no_events() -> _NoEvents:

@@ -43,7 +43,7 @@ from relay_nb.views import (
     status_line_html,
     table_html,
 )
-from relay_nb.views.html import ERROR_COLOR, MUTED_COLOR
+from relay_nb.views.html import CHART_STYLE, ERROR_COLOR, MUTED_COLOR, chart_html
 
 __all__ = ["ApprovalControls", "LiveTurnView", "close_tree"]
 
@@ -88,8 +88,36 @@ class LiveTurnView:
         self.calls = widgets.VBox([])
         self.answer = widgets.HTML("")
         self.usage = widgets.HTML("")
-        header = widgets.HTML(keep_dollars(f"<b>Q:</b> {html.escape(question)}"))
-        self.box = widgets.VBox([header, self.status, self.calls, self.answer, self.usage])
+        self.header = widgets.HTML(keep_dollars(f"<b>Q:</b> {html.escape(question)}"))
+        self.stop_button: Any = None
+        """The Stop button, once :meth:`offer_stop` added it."""
+        self.box = widgets.VBox([self.header, self.status, self.calls, self.answer, self.usage])
+
+    def offer_stop(self, stop: Callable[[], None]) -> None:
+        """A Stop button beside the question: a click calls ``stop()`` once (the turn's
+        abort: the running query is cancelled, the trace so far kept, as an interrupt does)
+        and the button says it is stopping. Only where clicks reach the cell while it runs
+        (:func:`~relay_nb.notebook.approval.buttons_unavailable_reason`)."""
+        button = self._widgets.Button(
+            description="Stop",
+            icon="stop",
+            tooltip="Stop this question: its running query is cancelled, its trace kept",
+            layout=self._widgets.Layout(width="auto"),
+        )
+
+        def clicked(_button: Any) -> None:
+            if button.disabled:
+                return
+            button.disabled = True
+            button.description = "Stopping…"
+            stop()
+
+        button.on_click(clicked)
+        self.stop_button = button
+        self.box.children = (
+            self._widgets.HBox([self.header, button]),
+            *self.box.children[1:],
+        )
 
     # -- display ------------------------------------------------------------------------------
 
@@ -244,6 +272,10 @@ class LiveTurnView:
                 return pager
             notes = "".join(f"<div>⚠ {html.escape(note)}</div>" for note in call.notes)
             return self._widgets.VBox([pager, self._widgets.HTML(notes)])
+        if call.png is not None and call.png_dark is not None:  # the page's theme picks one
+            return self._widgets.HTML(
+                f"<style>{CHART_STYLE}</style>{chart_html(call.png, call.png_dark)}"
+            )
         if call.png is not None:
             return self._widgets.Image(value=call.png, format="png")
         shown = html.escape(call.content[:_MAX_PREVIEW_CHARS])

@@ -13,6 +13,7 @@ traceback into library internals, no secrets).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,14 @@ from relay_nb.context import DataFrameNamespaceSource
 from relay_nb.errors import Cancelled, ConfigurationError, RelayError, UnsafeQueryError
 from relay_nb.facade.default import default_relay, existing_default_relay, setting_changes
 from relay_nb.facade.knowledge import knowledge_file_for
+from relay_nb.facade.loop_thread import while_waiting
 from relay_nb.facade.relay import Relay
 from relay_nb.facade.targets import is_engine, is_frame
 from relay_nb.notebook.approval import (
     ButtonApprover,
     ask_with_input,
     buttons_unavailable_reason,
+    handle_clicks,
     takes_no_input,
 )
 from relay_nb.notebook.clarify import clarifier_for
@@ -48,6 +51,7 @@ from relay_nb.notebook.live import LiveTurnView
 from relay_nb.notebook.sql_cell import SQL_HELP, SqlCell, parse_sql_cell, sql_cell_text
 from relay_nb.notebook.view import NotebookTurn, turn_bundle
 from relay_nb.redaction import redact
+from relay_nb.runtime.abort import AbortSignal
 from relay_nb.views import CallView, status_of
 
 if TYPE_CHECKING:
@@ -231,22 +235,31 @@ class RelayMagics(Magics):
         turn_options = {o.field: values[name] for name, o in SETTINGS.items() if o.field}
         rows: int = values["--rows"]
         view = None
+        abort = AbortSignal()
+        waiting: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         # a run nobody watches (nbclient, nbval, papermill) gets the static trace alone
         if self.widgets and not takes_no_input():
             view = LiveTurnView(question, max_rows=rows, session_usage=relay.usage)
+            if buttons_unavailable_reason() is None:  # clicks reach this cell while it runs
+                view.offer_stop(lambda: abort.abort("stopped"))
+                waiting = while_waiting(handle_clicks)
             view.show()
         turns_before = len(relay.turns)
         try:
-            turn = relay.ask(
-                question,
-                **turn_options,
-                approval=self.approval,
-                approver=self._approver(view),
-                clarifier=(
-                    clarifier_for(view, timeout_s=self.clarify_timeout_s) if self.clarify else None
-                ),
-                on_event=view.on_event if view is not None else None,
-            )
+            with waiting:
+                turn = relay.ask(
+                    question,
+                    **turn_options,
+                    approval=self.approval,
+                    approver=self._approver(view),
+                    clarifier=(
+                        clarifier_for(view, timeout_s=self.clarify_timeout_s)
+                        if self.clarify
+                        else None
+                    ),
+                    on_event=view.on_event if view is not None else None,
+                    abort=abort,
+                )
         except BaseException as exc:
             kept = relay.turns[-1] if len(relay.turns) > turns_before else None
             if view is not None:  # Ctrl-C: show the cancelled turn's trace, if it was kept

@@ -55,6 +55,18 @@ HTML_PREVIEW_ROWS = 20
 MUTED_COLOR = "var(--jp-ui-font-color2,#616161)"
 ERROR_COLOR = "var(--jp-error-color1,#d32f2f)"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_DARK_PAGE = ('body[data-jp-theme-light="false"]', "body.vscode-dark", "body.vscode-high-contrast")
+CHART_STYLE = (
+    ".relay-chart-dark{display:none}"
+    + ",".join(f"{page} .relay-chart-dark" for page in _DARK_PAGE)
+    + "{display:inline!important}"  # over the image's own style="display:none"
+    + ",".join(f"{page} .relay-chart-light" for page in _DARK_PAGE)
+    + "{display:none}"
+)
+"""A chart drawn twice shows its dark drawing where the page is dark: JupyterLab and
+Notebook 7 mark a dark theme on ``<body>``, VS Code marks its dark themes with a class.
+Elsewhere (nbconvert's HTML, GitHub) the stylesheet may not apply: the dark image's own
+``style`` hides it, so the light chart shows."""
 _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
     ".relay-turn details{margin:4px 0;border-left:3px solid var(--jp-border-color1,#8aa);"
@@ -65,7 +77,7 @@ _STYLE = (
     ".relay-turn .relay-verified{color:var(--jp-success-color0,#2e7d32);margin-top:4px}"
     # SQL and errors in the code font everywhere: nbconvert's page would set them in its text font
     ".relay-turn pre{margin:4px 0;font-family:var(--jp-code-font-family,monospace)}"
-    ".relay-turn table{font-size:12px}</style>"
+    ".relay-turn table{font-size:12px}" + CHART_STYLE + "</style>"
 )
 
 
@@ -115,7 +127,7 @@ def _call_html(call: CallView, max_rows: int, *, opened: bool) -> str:
         body.append(table_html(call.frame, max_rows=max_rows))
         body.extend(f'<div class="relay-note">⚠ {html.escape(note)}</div>' for note in call.notes)
     elif call.png is not None:
-        body.append(chart_html(call.png))
+        body.append(chart_html(call.png, call.png_dark))
     else:
         body.append(f"<pre>{html.escape(call.content)}</pre>")
     unfolded = " open" if opened else ""
@@ -145,10 +157,23 @@ def table_html(frame: Any, *, max_rows: int = HTML_PREVIEW_ROWS) -> str:
     return table
 
 
-def chart_html(png: bytes) -> str:
-    """A chart inline as a data URI: the notebook stays self-contained, nothing is fetched."""
-    encoded = base64.b64encode(png).decode("ascii")
-    return f'<img alt="chart" src="data:image/png;base64,{encoded}"/>'
+def chart_html(png: bytes, dark: bytes | None = None) -> str:
+    """A chart inline as a data URI: the notebook stays self-contained, nothing is fetched.
+    With ``dark`` (the drawing for a dark page) both are given and :data:`CHART_STYLE`
+    shows the one for the page's theme."""
+    light = f'<img alt="chart" src="data:image/png;base64,{_base64(png)}"/>'
+    if dark is None:
+        return light
+    return (
+        f'<span class="relay-chart"><img class="relay-chart-light" alt="chart" '
+        f'src="data:image/png;base64,{_base64(png)}"/>'
+        f'<img class="relay-chart-dark" alt="chart" style="display:none" '
+        f'src="data:image/png;base64,{_base64(dark)}"/></span>'
+    )
+
+
+def _base64(png: bytes) -> str:
+    return base64.b64encode(png).decode("ascii")
 
 
 def sql_html(sql: str) -> str:

@@ -83,3 +83,35 @@ def test_the_result_store_keeps_the_newest() -> None:
     for key in "abc":
         store[key] = key
     assert list(store) == ["b", "c"]
+
+
+def test_a_dark_page_gets_its_own_drawing() -> None:
+    """Issue 37, item 11: the chart for a dark page has a clear background and light text
+    (matplotlib's default draws a white box, dark text); the saved trace carries both and a
+    stylesheet picks by the page's theme, the dark one hidden where no stylesheet applies."""
+    import io
+
+    from matplotlib.image import imread
+
+    from relay_nb.agent.charts import DARK_TEXT
+    from relay_nb.views.html import CHART_STYLE, chart_html
+
+    frame = pd.DataFrame({"month": ["2024-01", "2024-02", "2024-03"], "revenue": [3.0, 5.0, 4.0]})
+    spec = ChartSpec(result="q1", kind="bar", x="month", y=["revenue"], title="Revenue")
+    light, dark = draw_chart(frame, spec), draw_chart(frame, spec, dark=True)
+    light_px, dark_px = imread(io.BytesIO(light)), imread(io.BytesIO(dark))
+    assert tuple(light_px[0, 0]) == (1.0, 1.0, 1.0, 1.0)  # the corner: opaque white
+    assert dark_px[0, 0, 3] == 0.0  # clear: the page's own dark background shows
+    # the title's glyphs: the lightest opaque pixels of the dark drawing are its text colour
+    opaque = dark_px[dark_px[..., 3] == 1.0]
+    brightest = opaque[:, :3].sum(axis=1).max() / 3
+    expected = int(DARK_TEXT[1:3], 16) / 255
+    assert brightest >= expected - 0.01
+    page = chart_html(light, dark)
+    assert (
+        page.count("<img") == 2
+        and 'class="relay-chart-dark" alt="chart" style="display:none"' in page
+    )
+    assert 'body[data-jp-theme-light="false"] .relay-chart-dark' in CHART_STYLE
+    assert "body.vscode-dark .relay-chart-light" in CHART_STYLE
+    assert chart_html(light).count("<img") == 1  # a chart saved before keeps its one image

@@ -1,11 +1,12 @@
 """The daily loop in a real JupyterLab (issue 18, items 6, 8 and 9), light and dark theme.
 
 While a query of several seconds runs, its SQL is on screen and the elapsed time advances; when the
-turn ends, the last query's SQL (laid out, ``LIMIT 200`` — the analyst's row limit, not the
-fetch size 201) and its table are visible without a click; the status and usage lines take
-JupyterLab's theme colours (readable on the dark theme's background); and the saved file
-holds no widget state although JupyterLab is set to save the state of every open widget.
-Screenshots: ``test-artifacts/jupyterlab-loop-{running,light,dark}.png``.
+turn ends, the last query's SQL (as the model wrote it, never the fetch size ``LIMIT 201``)
+and its table are visible without a click; the status and usage lines take JupyterLab's
+theme colours (readable on the dark theme's background); the chart is the one drawn for the
+page's theme (issue 37, item 11: no white box in the dark theme); and the saved file holds
+no widget state although JupyterLab is set to save the state of every open widget.
+Screenshots: ``test-artifacts/jupyterlab-loop-{running,light,dark,dark-chart}.png``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ SLOW = (
 )
 """About 7 s on this 2-core machine when it is quiet: the status must show three different
 seconds while it runs (12 million rows took 2 s on a quiet machine, too short to see three)."""
-TOP = "SELECT name, country FROM customers ORDER BY name"  # no LIMIT: the guard adds one
+TOP = "SELECT name, country, length(name) AS letters FROM customers ORDER BY name"  # no LIMIT
 
 SETUP = f"""\
 import tempfile
@@ -39,7 +40,9 @@ seed_database(shop_url)
 model = ScriptedRuntime(
     [
         {{"tool_calls": [{{"name": "query_shop", "input": {{"sql": {SLOW!r}}}}}]}},
-        {{"tool_calls": [{{"name": "query_shop", "input": {{"sql": {TOP!r}}}}}]}},
+        {{"tool_calls": [{{"name": "query_shop", "input": {{"sql": {TOP!r}}}, "id": "top"}}]}},
+        {{"tool_calls": [{{"name": "chart", "input": {{"result": "top", "kind": "bar",
+            "x": "name", "y": ["letters"], "title": "Letters per name"}}}}]}},
         {{"text": "Here are the customers."}},
     ],
     model="claude-haiku-4-5",
@@ -91,6 +94,17 @@ CONTRAST = """(area) => {
 }"""
 
 
+CHART_SHOWN = """(area) => {
+    // which drawing of the chart is on screen: exactly one of the two must be
+    const shown = (cls) => [...area.querySelectorAll('img.' + cls)].filter(
+        (img) => getComputedStyle(img).display !== 'none' && img.getBoundingClientRect().width > 0
+    ).length;
+    const [light, dark] = [shown('relay-chart-light'), shown('relay-chart-dark')];
+    if (light === 1 && dark === 0) return 'light';
+    return dark === 1 && light === 0 ? 'dark' : `${light}/${dark}`;
+}"""
+
+
 def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
     open_notebook, jupyterlab
 ) -> None:
@@ -116,10 +130,10 @@ def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
         # -- the finished trace: the last query open, laid out, with the row limit ---------
         expect(area).to_contain_text("Here are the customers.")
         shown = area.inner_text()  # nothing expanded by the test
-        assert "ORDER BY\n" in shown or "ORDER BY\n  name" in shown or "FROM customers" in shown
-        assert "LIMIT 200" in shown and "LIMIT 201" not in shown
+        assert TOP in shown and "LIMIT" not in shown  # as written: no fetch size
         assert re.search(r"\bname\s+country\b", shown)  # the table's header, open
         assert "WITH RECURSIVE" not in shown  # the earlier step is folded
+        assert area.evaluate(CHART_SHOWN) == "light"
         usage = area.locator(".relay-usage").last
         expect(usage).to_contain_text("scripted model, priced as claude-haiku-4-5")
         light_text, light_bg = usage.evaluate(LUMINANCE)
@@ -141,6 +155,9 @@ def test_running_sql_ticking_time_open_result_themes_and_no_saved_widget_state(
         assert dark_bg < 0.3 and dark_text > 0.5, (dark_text, dark_bg)
         dark_sql = area.evaluate(CONTRAST)
         assert dark_sql[0] >= 4.5, dark_sql
+        assert area.evaluate(CHART_SHOWN) == "dark"  # the chart drawn for a dark page
+        area.locator("img.relay-chart-dark").scroll_into_view_if_needed()
+        nb.screenshot("jupyterlab-loop-dark-chart.png")
 
         # -- saved: the static trace, and no widget state ----------------------------------
         nb.page.locator(".jp-Notebook").first.click()  # focus the notebook, as a user's click

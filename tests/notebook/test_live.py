@@ -200,3 +200,53 @@ def test_the_running_query_is_shown_open_and_the_elapsed_time_advances(
 
     view.on_event(ToolCallEvent(tool_call_id="late", name="query_shop", input={"sql": "x"}))
     assert view.view.call("late") is None and len(view.calls.children) == 1
+
+
+SLOW = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000000) "
+    "SELECT max(x) AS counted FROM c"
+)
+
+
+def test_the_stop_button_stops_the_turn_from_the_waiting_cell(
+    shell: TestingShell, relay: Relay, model: ScriptedRuntime
+) -> None:
+    """Issue 37, item 14: a Stop button beside the question. Its click is handled on the
+    cell's own thread while the cell waits (the wait's idle hook, where the notebook reads
+    the kernel's widget messages); the running query is cancelled, the turn ends
+    "cancelled" with its trace, and the button says it is stopping."""
+    import time
+
+    from relay_nb.facade.loop_thread import while_waiting
+    from relay_nb.runtime.abort import AbortSignal
+
+    model.add({"tool_calls": [{"name": "query_shop", "input": {"sql": SLOW}}]}, {"text": "no"})
+    view = LiveTurnView("count", max_rows=5, session_usage=Usage())
+    abort = AbortSignal()
+    view.offer_stop(lambda: abort.abort("stopped"))
+    assert view.stop_button.description == "Stop" and view.box.children[0].children[1] is (
+        view.stop_button
+    )
+    waits: list[str] = []
+    cell = threading.current_thread().name
+
+    def idle() -> None:  # what handle_clicks does in a kernel: here, the click itself
+        waits.append(threading.current_thread().name)
+        if len(waits) == 5:  # half a second into the slow query
+            view.stop_button.click()
+
+    started = time.monotonic()
+    with while_waiting(idle):
+        turn = relay.ask("count", on_event=view.on_event, abort=abort)
+    assert time.monotonic() - started < 10  # the query alone takes far longer
+    seen = len(waits)
+    assert set(waits) == {cell}  # on the cell's thread, between its wait slices
+    assert turn.finish_reason == "cancelled"
+    assert "cancelled by the user" in turn.tool_results[0].content
+    assert view.stop_button.disabled and view.stop_button.description == "Stopping…"
+    view.stop_button.click()  # a second click does nothing more
+    view.close()
+    # outside the block the wait has no idle hook
+    model.add({"text": "hello"})
+    relay.ask("hello")
+    assert len(waits) == seen
