@@ -153,8 +153,9 @@ class GuardedSQLConnector(Connector):
 
     # -- the guard --------------------------------------------------------------------------
 
-    def guard(self, sql: str) -> GuardedQuery:
-        """Check and rewrite ``sql`` without running it (raises UnsafeQueryError)."""
+    def guard(self, sql: str, *, row_limit: int | None = None) -> GuardedQuery:
+        """Check and rewrite ``sql`` without running it (raises UnsafeQueryError); its
+        outermost LIMIT at most ``row_limit`` (by default the connector's limit plus one)."""
         catalog = self.catalog
         # one row past the limit tells "exactly row_limit rows" from "truncated"
         return guard_query(
@@ -162,7 +163,7 @@ class GuardedSQLConnector(Connector):
             dialect=self.dialect,
             allowed_tables=catalog.allowlist(),
             default_schema=catalog.default_schema,
-            row_limit=self.row_limit + 1,
+            row_limit=self.row_limit + 1 if row_limit is None else row_limit,
             catalog=catalog.database,
             complete_schemas=catalog.complete_schemas,
         )

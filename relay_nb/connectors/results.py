@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "QueryResult",
+    "RowTotal",
     "answer_query",
     "build_frame",
     "column_label",
@@ -71,6 +72,22 @@ else:
     # pandas is imported by the first result, not by the module: connecting a database
     # (which imports this module) stays ~200 ms faster (docs/performance.md)
     Frame = Annotated[Any, AfterValidator(_a_frame)]
+
+
+class RowTotal(BaseModel):
+    """How many rows a query cut at its row limit would have returned in all: ``counted``
+    (a count that ended), ``more_than`` (the count stopped at its own cap: at least
+    ``rows``), or ``estimated`` (the engine's planner guessed it; it can be far off)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rows: int
+    how: Literal["counted", "more_than", "estimated"]
+
+    def describe(self) -> str:
+        """``"3,503"``, ``"more than 100,000"``, ``"≈87,575"``."""
+        prefix = {"counted": "", "more_than": "more than ", "estimated": "≈"}[self.how]
+        return f"{prefix}{self.rows:,}"
 
 
 class QueryResult(BaseModel):
@@ -108,6 +125,9 @@ class QueryResult(BaseModel):
     estimate: Estimate | None = None
     """What the engine expected the query to scan, asked before it ran (the connector's
     preflight, :mod:`relay_nb.connectors.preflight`); None without one."""
+    total: RowTotal | None = None
+    """For a result cut at the row limit, how many rows the query had in all, where the
+    connector could find out cheaply (:mod:`relay_nb.connectors.sql.total`); else None."""
 
     def __repr__(self) -> str:
         more = ", truncated" if self.truncated else ""
@@ -393,6 +413,8 @@ def preview_for_model(result: QueryResult, *, max_chars: int = 4000, max_rows: i
     """Columns with dtypes, then CSV rows until ``max_chars``; always says how many exist."""
     frame = result.df
     header = f"{result.row_count} row{'s' if result.row_count != 1 else ''}"
+    if result.total is not None:
+        header = f"{result.row_count} of {result.total.describe()} rows"
     if result.truncated and result.limit == "bytes":
         header += " (stopped at the result's byte limit; more rows may exist)"
     elif result.truncated:

@@ -15,6 +15,7 @@ is what the live view does; both end in the same fields.
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +26,7 @@ from relay_nb.agent.tool_calls import ToolOutcome
 from relay_nb.agent.turn_result import TurnResult
 from relay_nb.redaction import redact
 from relay_nb.runtime.types import Simulated, Usage
-from relay_nb.views.sql_layout import readable_sql
+from relay_nb.views.sql_layout import layout_written, readable_sql
 
 __all__ = ["CallView", "TurnView", "describe_usage", "model_label", "sql_of", "status_of"]
 
@@ -116,10 +117,17 @@ class CallView(BaseModel):
         return f"asked: {self.input['question']}" + (f" [{listed}]" if listed else "")
 
     def readable_query(self, *, pretty: bool = True) -> str:
-        """:attr:`query` as the analyst reads it: laid out over lines (``pretty``), with the
-        connector's row limit where the statement fetched one row past it (see
+        """:attr:`query` as the analyst reads it. SQL the model wrote is shown as it wrote it
+        (the guard's re-serialisation would turn ``substr`` into ``SUBSTRING`` and add the
+        fetch row's ``LIMIT 201``; the result's note says where the row limit cut it), one
+        long line broken before its clauses (``pretty``).
+        A statement known only as it ran is laid out over lines (``pretty``), with the
+        connector's row limit where it fetched one row past it (see
         :mod:`relay_nb.views.sql_layout`)."""
         artifact = self.artifact
+        if _written_sql(self.input) is not None:
+            dialect = getattr(artifact, "dialect", "") or ""
+            return layout_written(self.query, dialect) if pretty else self.query
         return readable_sql(
             self.query,
             dialect=getattr(artifact, "dialect", "") or "",
@@ -137,9 +145,26 @@ class CallView(BaseModel):
         return None if self.is_error else getattr(self.artifact, "png", None)
 
     @property
+    def png_dark(self) -> bytes | None:
+        """The chart drawn for a dark page (None where only the light one exists)."""
+        return None if self.is_error else getattr(self.artifact, "png_dark", None)
+
+    @property
     def notes(self) -> tuple[str, ...]:
-        """What the result's bounds did (values cut, reading stopped at the byte limit)."""
-        return () if self.is_error else tuple(getattr(self.artifact, "notes", ()) or ())
+        """What the result's bounds did (values cut, reading stopped at the byte limit; the
+        row limit cut it, and how to raise that)."""
+        if self.is_error:
+            return ()
+        notes = tuple(getattr(self.artifact, "notes", ()) or ())
+        limit = getattr(self.artifact, "row_limit", None)
+        cut = getattr(self.artifact, "truncated", False) and limit is not None
+        if cut and getattr(self.artifact, "limit", "rows") == "rows":
+            notes += (
+                f"Only the first {limit:,} rows came back (the connector's row limit): "
+                "aggregate or filter in the question, or raise the limit when you connect "
+                "(--row-limit N, or row_limit=N in relay.connect).",
+            )
+        return notes
 
     @property
     def shows_data(self) -> bool:
@@ -363,13 +388,18 @@ def status_of(artifact: Any, *, estimate: bool = True) -> str:
     rows = getattr(artifact, "row_count", None)
     if rows is None:
         return "ok"
-    more = ""
+    counted = f"{rows:,} row{'s' if rows != 1 else ''}"
     if getattr(artifact, "truncated", False):
-        bytes_ = getattr(artifact, "limit", "rows") == "bytes"
-        more = " (stopped at the byte limit)" if bytes_ else " (more exist)"
+        total = getattr(artifact, "total", None)
+        if getattr(artifact, "limit", "rows") == "bytes":
+            counted += " (stopped at the byte limit)"
+        elif total is not None:
+            counted = f"{rows:,} of {total.describe()} rows"
+        else:
+            counted += " (more exist)"
     estimated = getattr(artifact, "estimate", None) if estimate else None
     planned = f" · estimated {estimated.brief()}" if estimated is not None else ""
-    return f"{rows:,} row{'s' if rows != 1 else ''}{more}{planned}"
+    return counted + planned
 
 
 def sql_of(outcome: ToolOutcome) -> str:
@@ -378,15 +408,24 @@ def sql_of(outcome: ToolOutcome) -> str:
     return _query(outcome.name, arguments, outcome.artifact)
 
 
+def _written_sql(arguments: dict[str, Any]) -> str | None:
+    """The SQL a call's input holds, as written (outer blank lines and indent removed)."""
+    submitted = arguments.get("sql")
+    if not isinstance(submitted, str) or not submitted.strip():
+        return None
+    return textwrap.dedent(submitted.strip("\n")).strip()
+
+
 def _query(name: str, arguments: dict[str, Any], artifact: Any) -> str:
-    """SQL tools show their statement; other tools (an HTTP call, a Mongo query) show their
-    input, so a refused ``GET ../admin`` is visible in the saved trace, not only its error."""
+    """SQL tools show their statement as the model wrote it; other tools (an HTTP call, a
+    Mongo query) what ran, or their input, so a refused ``GET ../admin`` is visible in the
+    saved trace, not only its error."""
+    written = _written_sql(arguments)
+    if written is not None:
+        return written
     executed = getattr(artifact, "executed_sql", None)
     if isinstance(executed, str) and executed:
         return executed
-    submitted = arguments.get("sql")
-    if isinstance(submitted, str):
-        return submitted
     if name.startswith("call_") and isinstance(arguments.get("path"), str):  # HTTP
         query = arguments.get("query")
         text = f"{arguments.get('method') or 'GET'} {arguments['path']}"

@@ -25,7 +25,8 @@ def test_a_question_is_shown_once_and_returned(
     assert isinstance(run.result, NotebookTurn) and run.result.answer.startswith("There are")
     (text,) = run.texts  # displayed by the magic, not a second time as Out
     assert text.splitlines()[0] == "Q: how many products do we sell?"
-    assert "SELECT COUNT(*) AS n FROM products LIMIT 200" in text  # the row limit, not 201
+    # as the model wrote it: no fetch size (LIMIT 201) the guard added
+    assert "SELECT COUNT(*) AS n FROM products\n" in text and "LIMIT" not in text
     assert "<strong>20</strong>" in run.htmls[0]
     assert model.requests[0].messages[-1].text() == "how many products do we sell?"
 
@@ -46,9 +47,7 @@ def test_cell_magic_with_out_and_sql(
     model.add(query(COUNT), {"text": "20"})
     shell.run("%%relay --out counts --sql\nhow many\nproducts?")
     assert int(shell.user_ns["counts"].iloc[0]["n"]) == 20
-    assert shell.ip.rl_next_input == (
-        "%%relay_sql shop\nSELECT\n  COUNT(*) AS n\nFROM products\nLIMIT 200\n"
-    )
+    assert shell.ip.rl_next_input == "%%relay_sql shop\nSELECT COUNT(*) AS n FROM products\n"
     assert model.requests[0].messages[-1].text() == "how many\nproducts?"
 
 

@@ -133,7 +133,7 @@ def test_sql_alone_takes_the_last_turn_that_ran_sql(
     shell.run("%relay say hello")  # ran no SQL: the turn before is the one taken
     shell.ip.rl_next_input = None
     shell.run("%relay --sql")
-    assert shell.ip.rl_next_input.startswith("%%relay_sql shop\nSELECT\n  country,")
+    assert shell.ip.rl_next_input.startswith("%%relay_sql shop\nSELECT country, COUNT(*)")
     assert len(model.requests) == 3  # no model call for --sql
 
 

@@ -96,8 +96,8 @@ def test_the_last_query_is_open_laid_out_and_shows_the_row_limit(
     turn_and_events, shop_url: str
 ) -> None:
     """Item 6 of issue 18: the saved trace unfolds the last query (its SQL over lines, its
-    rows) and the chart; the refused first step is folded; the SQL shows the connector's
-    row limit (200), never the fetch size (201) the analyst did not write."""
+    rows) and the chart; the refused first step is folded; the SQL is shown as the model
+    wrote it (issue 37, item 15), never with the fetch size (201) nobody wrote."""
     turn, _events = turn_and_events
     page = turn_html(turn)
     details = re.findall(r"<details( open)?><summary>(.*?)</summary>", page)
@@ -110,9 +110,14 @@ def test_the_last_query_is_open_laid_out_and_shows_the_row_limit(
     assert executed.endswith("LIMIT 201")  # what ran fetches one row more than it shows
     view = TurnView.of(turn)
     laid_out = view.calls[1].readable_query()
-    assert laid_out.splitlines()[0] == "SELECT" and laid_out.splitlines()[-1] == "LIMIT 200"
-    assert "LIMIT 201" not in page and "LIMIT 200" in html.unescape(re.sub(r"<[^>]+>", "", page))
-    assert "LIMIT 200" in turn_text(turn) and "LIMIT 201" not in turn_text(turn)
+    assert laid_out.splitlines() == [
+        "SELECT strftime('%Y-%m', ordered_at) AS month, SUM(total) AS revenue",
+        "FROM orders",
+        "GROUP BY month",
+        "ORDER BY month",
+    ]
+    assert "LIMIT" not in html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert MONTHLY in turn_text(turn) and "LIMIT" not in turn_text(turn)
     # a limit the query wrote itself is shown as written
     model = ScriptedRuntime(
         [

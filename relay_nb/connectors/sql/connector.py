@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy import URL, Engine
 
@@ -42,12 +42,12 @@ from relay_nb.connectors.sql.introspect import fingerprint, introspect
 from relay_nb.connectors.sql.readonly import (
     CancelHandle,
     DatabaseUnavailable,
-    FetchedRows,
     build_engine,
     open_connection,
     parse_url,
     run_read_only,
 )
+from relay_nb.connectors.sql.total import row_total
 from relay_nb.errors import ConfigurationError, QueryExecutionError, QueryTimeoutError
 from relay_nb.redaction import redact_url, register_secret, url_secrets
 from relay_nb.sql import (
@@ -81,11 +81,16 @@ _INLINE_TABLES = 200
 _CATALOG_READ_S = 10.0
 """What the connect check allows the catalog read itself; profiling adds its own budget."""
 
-Blocking = Callable[[Callable[[], FetchedRows]], FetchedRows]
-"""How the driver's call is made: ``fetch()`` here, or handed to a worker thread."""
+_T = TypeVar("_T")
 
 
-def _here(fetch: Callable[[], FetchedRows]) -> FetchedRows:
+class Blocking(Protocol):
+    """How the driver's calls are made: ``fetch()`` here, or handed to a worker thread."""
+
+    def __call__(self, fetch: Callable[[], _T], /) -> _T: ...
+
+
+def _here(fetch: Callable[[], _T], /) -> _T:
     return fetch()
 
 
@@ -355,7 +360,7 @@ class SQLConnector(GuardedSQLConnector):
         """Run one query now. Ctrl-C (a kernel interrupt) cancels the running statement."""
         cancel = CancelHandle()
 
-        def interruptibly(fetch: Callable[[], FetchedRows]) -> FetchedRows:
+        def interruptibly(fetch: Callable[[], _T], /) -> _T:
             # only the driver's call leaves this thread: the guard and the frame are CPU
             # work that a KeyboardInterrupt stops here anyway, and whose data stays hot in
             # this core's caches (moving the whole query to a worker cost ~0.25 ms)
@@ -413,7 +418,7 @@ class SQLConnector(GuardedSQLConnector):
             raise self._execution_error(exc, cancel, guarded.tables) from None
         if budget.full and not fetched.count:
             raise self._oversized_error()
-        return self._result(
+        result = self._result(
             sql,
             guarded,
             fetched.columns,
@@ -423,6 +428,22 @@ class SQLConnector(GuardedSQLConnector):
             temporal_columns=self._temporal(guarded),
             frame=fetched.frame,
         )
+        if not result.truncated or result.limit != "rows":
+            return result
+        total = (blocking or _here)(
+            lambda: row_total(
+                self.engine,
+                self.dialect,
+                lambda cap: self.guard(sql, row_limit=cap).sql,
+                row_limit=self.row_limit,
+                elapsed_ms=fetched.elapsed_ms,
+                timeout_s=self.statement_timeout_s,
+                cancel=cancel,
+                search_path=search_path,
+                reset_session=bool(guarded.unvetted_functions),
+            )
+        )
+        return result if total is None else result.model_copy(update={"total": total})
 
     def _before_run(self, guarded: GuardedQuery) -> None:
         """Called with each checked query just before it runs (the DataFrame connector
