@@ -311,6 +311,33 @@ class Session(AsksMany):
             await self._compact_if_needed()
             return result
 
+    async def ask_beside(
+        self,
+        question: str,
+        call: Mapping[str, Any] | None = None,
+        *,
+        on_event: EventSink | None = None,
+        abort: AbortSignal | None = None,
+        approver: Approver | None = None,
+    ) -> TurnResult:
+        """A question beside the conversation (a background run): it reads the history as
+        it stands when it starts and does not extend it, so questions asked meanwhile go on
+        undisturbed and never wait for it; its turn is kept in :attr:`turns` when it ends.
+        It cannot ask the user back (no ``clarify``)."""
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigurationError("ask needs a non-empty question")
+        planned = self.plan(call)
+        result = await self._turn(
+            question,
+            planned,
+            history=list(self.history.messages),
+            on_event=on_event,
+            abort=abort,
+            approver=approver,
+        )
+        self._keep(result)
+        return result
+
     async def stream(
         self,
         question: str,
@@ -507,6 +534,9 @@ class Session(AsksMany):
 
     def _remember(self, result: TurnResult) -> None:
         self.history.add_turn(result.messages, result.tool_results)
+        self._keep(result)
+
+    def _keep(self, result: TurnResult) -> None:
         self.turns.append(result)
         if len(self.turns) > self.keep_turns:  # old results and frames go; history stays
             del self.turns[: len(self.turns) - self.keep_turns]

@@ -46,6 +46,7 @@ from relay_nb.connectors.base import Connector
 from relay_nb.connectors.registry import DEFAULT_SCHEMA_TTL_S
 from relay_nb.context import ContextSource
 from relay_nb.errors import ConfigurationError
+from relay_nb.facade.background import BackgroundRun, Submits
 from relay_nb.facade.call_options import (
     LedgerSetting,
     call_layer,
@@ -55,7 +56,6 @@ from relay_nb.facade.call_options import (
 )
 from relay_nb.facade.config import apply_config, build_skill, load_config
 from relay_nb.facade.connecting import Connects
-from relay_nb.facade.evaluation import Evaluates
 from relay_nb.facade.knowledge import KnowledgeInput, attach, save_verified
 from relay_nb.facade.loop_thread import run_sync
 from relay_nb.knowledge import Knowledge
@@ -75,7 +75,7 @@ open_relays: weakref.WeakSet[Relay] = weakref.WeakSet()
 """Every live Relay, so kernel shutdown closes their connectors (no leaked connections)."""
 
 
-class Relay(Connects, Evaluates):
+class Relay(Connects, Submits):
     """Connect data, ask questions, see what each answer cost (and, with :meth:`evaluate`,
     how often the answers are right).
 
@@ -122,6 +122,7 @@ class Relay(Connects, Evaluates):
         keep_turns: int = 100,
         charts: bool = True,
     ) -> None:
+        self._background: list[BackgroundRun[Any]] = []
         loaded = load_config(config) if config is not None else None
         if loaded is not None and loaded.schema_ttl_s is not None:
             schema_ttl_s = loaded.schema_ttl_s
@@ -466,8 +467,9 @@ class Relay(Connects, Evaluates):
         return self._engine.usage_report(by)
 
     def close(self) -> None:
-        """Close connectors, model clients and the ledger."""
+        """Stop its background runs, then close connectors, model clients and the ledger."""
         open_relays.discard(self)
+        self.stop_background()
         run_sync(self._engine.aclose())
 
     async def aclose(self) -> None:

@@ -114,6 +114,9 @@ OPTIONS: dict[str, Option] = {
     ),
     "--out": Option("VAR", "keep the answer's table in the notebook variable VAR"),
     "--sql": Option("", "put the question's last query into a new cell (alone: the last turn's)"),
+    "--background": Option(
+        "", "run the question while you run other cells; the cell returns its handle"
+    ),
     "--connect": Option("NAME TARGET", "connect a URL, engine, DataFrame or API as NAME", "action"),
     "--tables": Option("a,b", "with --connect: the only tables the model may read", "connect"),
     "--row-limit": Option(

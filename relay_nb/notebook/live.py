@@ -152,13 +152,14 @@ class LiveTurnView:
         finally:
             self.close()
 
-    def interrupted(self) -> None:
-        """The cell was interrupted before a result existed: say so, keep no widgets."""
+    def interrupted(self, why: str = "interrupted") -> None:
+        """The turn ended before a result existed (the cell was interrupted; a background
+        run failed: ``why``): say so, keep no widgets."""
         from IPython.display import update_display
 
         try:
             update_display(
-                {"text/plain": f"Q: {self.question}\n(interrupted)"},
+                {"text/plain": f"Q: {self.question}\n({why})"},
                 raw=True,
                 display_id=self.display_id,
             )

@@ -38,6 +38,7 @@ from relay_nb.notebook.approval import (
     handle_clicks,
     takes_no_input,
 )
+from relay_nb.notebook.background import start_in_background
 from relay_nb.notebook.clarify import clarifier_for
 from relay_nb.notebook.command import (
     HELP,
@@ -56,6 +57,8 @@ from relay_nb.views import CallView, status_of
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from relay_nb.facade.background import BackgroundRun
 
 __all__ = ["Command", "RelayCellError", "RelayMagics", "parse_command"]
 
@@ -220,7 +223,7 @@ class RelayMagics(Magics):
         if changes:  # a re-run cell that changes nothing says nothing
             print(f"for every question now: {', '.join(changes)}")
 
-    def _ask(self, command: Command) -> NotebookTurn:
+    def _ask(self, command: Command) -> NotebookTurn | BackgroundRun[Any]:
         from IPython.display import display
 
         relay = self._session()
@@ -234,6 +237,18 @@ class RelayMagics(Magics):
         values = self._question_settings(command)
         turn_options = {o.field: values[name] for name, o in SETTINGS.items() if o.field}
         rows: int = values["--rows"]
+        if "background" in options:
+            if "sql" in options:
+                raise RelayCellError("--sql waits for the answer; ask without --background")
+            return start_in_background(
+                relay,
+                question,
+                {**turn_options, "approval": self.approval},
+                rows=rows,
+                widgets=self.widgets,
+                out=options.get("out"),
+                user_ns=self._shell.user_ns,
+            )
         view = None
         abort = AbortSignal()
         waiting: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
