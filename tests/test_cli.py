@@ -110,7 +110,7 @@ def test_ask_asks_your_own_database_and_prints_the_transcript(tmp_path):
     words = " ".join(out.stdout.split())
     assert words.startswith(f"relay-nb ask · model scripted:{script}, from --model.")
     assert "Q: which products cost the most?" in lines and "A: Those three cost the most." in lines
-    assert "    FROM products" in lines  # the SQL laid out for reading
+    assert f"    {sql}" in lines  # as the model wrote it (short: one line)
     assert lines[-1].startswith("stop after ")
     limited = run("ask", url, "which?", "--model", f"scripted:{script}", "--tables", "orders")
     assert "products is not a table you may read" in limited.stdout

@@ -299,7 +299,7 @@ def test_demo_runs_offline_end_to_end(tmp_path):
     assert out.count("── Question ") == 3
     assert f"Q: What was our revenue by month in {last_year}?" in out
     # the SQL of each tool call, laid out, and its real result rows
-    assert "STRFTIME('%Y-%m', ordered_at) AS month" in out
+    assert "SELECT strftime('%Y-%m', ordered_at) AS month," in out  # as written
     assert "JOIN customers AS c" in out and "FROM order_items AS oi" in out
     top_name = _query(
         db,

@@ -189,10 +189,11 @@ def _ask_all(choice: ModelChoice, shop: ShopDatabase, out: TextIO) -> int:
 
 
 def pretty_sql(dialect: str) -> Callable[[str], str]:
-    """Lay out SQL over lines for reading, as the notebook's trace does (as-is if it cannot)."""
-    from relay_nb.views.sql_layout import readable_sql
+    """SQL as written, a long line broken before its clauses, as the notebook's trace shows
+    it (never re-serialised: ``substr`` stays ``substr``)."""
+    from relay_nb.views.sql_layout import layout_written
 
-    return functools.partial(readable_sql, dialect=dialect)
+    return functools.partial(layout_written, dialect=dialect)
 
 
 # -- the notebook ---------------------------------------------------------------------------------

@@ -59,14 +59,14 @@ _DARK_PAGE = ('body[data-jp-theme-light="false"]', "body.vscode-dark", "body.vsc
 CHART_STYLE = (
     ".relay-chart-dark{display:none}"
     + ",".join(f"{page} .relay-chart-dark" for page in _DARK_PAGE)
-    + "{display:inline!important}"  # over the image's own style="display:none"
+    + "{display:inline!important}"  # over the image's `hidden`
     + ",".join(f"{page} .relay-chart-light" for page in _DARK_PAGE)
     + "{display:none}"
 )
 """A chart drawn twice shows its dark drawing where the page is dark: JupyterLab and
 Notebook 7 mark a dark theme on ``<body>``, VS Code marks its dark themes with a class.
-Elsewhere (nbconvert's HTML, GitHub) the stylesheet may not apply: the dark image's own
-``style`` hides it, so the light chart shows."""
+Elsewhere (nbconvert's HTML, GitHub, which drop or ignore the stylesheet) the dark image's
+``hidden`` attribute, which sanitizers keep, hides it: the light chart shows."""
 _STYLE = (
     "<style>.relay-turn{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}"
     ".relay-turn details{margin:4px 0;border-left:3px solid var(--jp-border-color1,#8aa);"
@@ -161,13 +161,12 @@ def chart_html(png: bytes, dark: bytes | None = None) -> str:
     """A chart inline as a data URI: the notebook stays self-contained, nothing is fetched.
     With ``dark`` (the drawing for a dark page) both are given and :data:`CHART_STYLE`
     shows the one for the page's theme."""
-    light = f'<img alt="chart" src="data:image/png;base64,{_base64(png)}"/>'
     if dark is None:
-        return light
+        return f'<img alt="chart" src="data:image/png;base64,{_base64(png)}"/>'
     return (
         f'<span class="relay-chart"><img class="relay-chart-light" alt="chart" '
         f'src="data:image/png;base64,{_base64(png)}"/>'
-        f'<img class="relay-chart-dark" alt="chart" style="display:none" '
+        f'<img class="relay-chart-dark" alt="chart" hidden '
         f'src="data:image/png;base64,{_base64(dark)}"/></span>'
     )
 

@@ -110,7 +110,7 @@ def test_a_dark_page_gets_its_own_drawing() -> None:
     page = chart_html(light, dark)
     assert (
         page.count("<img") == 2
-        and 'class="relay-chart-dark" alt="chart" style="display:none"' in page
+        and 'class="relay-chart-dark" alt="chart" hidden ' in page
     )
     assert 'body[data-jp-theme-light="false"] .relay-chart-dark' in CHART_STYLE
     assert "body.vscode-dark .relay-chart-light" in CHART_STYLE
