@@ -52,6 +52,7 @@ from pydantic import (
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.eval.compare import ColumnPolicy
+from relay_nb.untrusted import BANK, load_json, load_yaml, read_text
 
 __all__ = ["BankQuestion", "QuestionBank", "load_bank"]
 
@@ -203,7 +204,7 @@ def load_bank(source: str | os.PathLike[str] | QuestionBank) -> QuestionBank:
         return source
     path = Path(source).expanduser()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, BANK)
     except FileNotFoundError:
         raise ConfigurationError(f"question bank {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -229,8 +230,7 @@ def load_bank(source: str | os.PathLike[str] | QuestionBank) -> QuestionBank:
 
 def _yaml_entries(text: str, where: str) -> tuple[dict[str, Any], list[tuple[int, Any]]]:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data, root = load_yaml(text, where=where, bounds=BANK)  # bounded before it is built
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -260,7 +260,7 @@ def _jsonl_entries(text: str, where: str) -> list[tuple[int, Any]]:
         if not raw.strip():
             continue
         try:
-            entries.append((number, json.loads(raw)))
+            entries.append((number, load_json(raw, where=f"{where}:{number}", bounds=BANK)))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}:{number}: not valid JSON ({exc.msg})")
     _raise(problems)
@@ -271,7 +271,7 @@ def _json_entries(text: str, where: str) -> tuple[dict[str, Any], list[tuple[int
     """A JSON array of questions (Spider's and BIRD's files), or an object like a YAML bank.
     Each question's line is where its object starts."""
     try:
-        data = json.loads(text)
+        data = load_json(text, where=where, bounds=BANK)
     except json.JSONDecodeError as exc:
         raise ConfigurationError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     header: dict[str, Any] = {}
@@ -508,8 +508,8 @@ def read_expected_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
     """A CSV of expected rows: the header names the columns; an empty cell is NULL and a
     cell that reads as a number is that number."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
+        text = read_text(path, BANK)
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read expected rows {str(path)!r}: {exc}") from None
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)

@@ -58,6 +58,7 @@ from relay_nb.context.knowledge_source import KnowledgeSource
 from relay_nb.errors import ConfigurationError
 from relay_nb.knowledge.load import load_knowledge_with_file
 from relay_nb.redaction import redact, register_secret
+from relay_nb.untrusted import CONFIG, load_json, read_text
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -112,13 +113,13 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> RelayConf
         path = Path(source).expanduser()
         label, base_dir = path.name, path.resolve().parent
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, CONFIG)
         except FileNotFoundError:
             raise ConfigurationError(f"no config file at {str(path)!r}") from None
         except OSError as exc:
             raise ConfigurationError(f"cannot read {str(path)!r}: {exc.strerror}") from None
         try:
-            raw = json.loads(text)
+            raw = load_json(text, where=label, bounds=CONFIG)
         except json.JSONDecodeError as exc:
             raise ConfigurationError(
                 f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"

@@ -23,7 +23,6 @@ Tables are keyed by the relation name the database knows (a model's ``alias``, a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 from relay_nb.errors import ConfigurationError
 from relay_nb.knowledge.model import JoinPath, Knowledge, Metric, TableKnowledge
+from relay_nb.untrusted import MANIFEST, load_json, read_text
 
 __all__ = ["is_dbt_manifest", "knowledge_from_dbt"]
 
@@ -70,7 +70,7 @@ def knowledge_from_dbt(manifest: str | Path | Mapping[str, Any]) -> Knowledge:
         path = Path(manifest).expanduser()
         where = str(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = load_json(read_text(path, MANIFEST), where=path.name, bounds=MANIFEST)
         except FileNotFoundError:
             raise ConfigurationError(
                 f"dbt manifest {where!r} does not exist; run `dbt parse` in the project to "

@@ -11,7 +11,6 @@ no tags construct Python objects.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -24,6 +23,7 @@ from relay_nb.errors import ConfigurationError
 from relay_nb.knowledge.cortex import is_cortex_model, knowledge_from_cortex
 from relay_nb.knowledge.dbt import is_dbt_manifest, knowledge_from_dbt
 from relay_nb.knowledge.model import Knowledge
+from relay_nb.untrusted import KNOWLEDGE, MANIFEST, load_json, load_yaml, read_text
 
 __all__ = [
     "KNOWLEDGE_FILENAME",
@@ -68,17 +68,20 @@ def load_knowledge_with_file(
     if isinstance(source, Mapping):
         return _from_data(dict(source), where="the knowledge", node=None)[0], None
     path = Path(source).expanduser()
+    manifest = path.suffix.lower() == ".json"  # perhaps a dbt manifest: those are large
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MANIFEST if manifest else KNOWLEDGE)
     except FileNotFoundError:
         raise ConfigurationError(f"knowledge file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read knowledge file {str(path)!r}: {exc}") from None
-    if path.suffix.lower() == ".json" and '"dbt_schema_version"' in text[:2000]:
+    if manifest and '"dbt_schema_version"' in text[:2000]:
         try:  # a manifest is large: read as JSON, once, never through the YAML parser
-            return knowledge_from_dbt(json.loads(text)), None
+            return knowledge_from_dbt(load_json(text, where=path.name, bounds=MANIFEST)), None
         except ValueError as exc:
             raise ConfigurationError(f"cannot read dbt manifest {path.name!r}: {exc}") from None
+    if len(text) > KNOWLEDGE.max_bytes:  # a .json that is no manifest: a knowledge file's bound
+        read_text(path, KNOWLEDGE)
     knowledge, imported = _parsed(text, where=path.name)
     return knowledge, None if imported else path
 
@@ -92,10 +95,8 @@ def _parsed(text: str, *, where: str) -> tuple[Knowledge, bool]:
     """The knowledge in ``text``, and whether it was imported (not a knowledge file)."""
     import yaml
 
-    loader = yaml_loader()
-    try:
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)  # a SafeLoader subclass: no Python objects
+    try:  # a SafeLoader subclass: no Python objects; bounded before it is built
+        data, node = load_yaml(text, where=where, bounds=KNOWLEDGE, loader=yaml_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

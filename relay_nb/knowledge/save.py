@@ -16,6 +16,7 @@ from typing import Any
 from relay_nb.errors import ConfigurationError
 from relay_nb.knowledge.load import parse_knowledge, yaml_loader
 from relay_nb.knowledge.model import Knowledge, VerifiedQuery
+from relay_nb.untrusted import KNOWLEDGE, load_yaml, read_text
 
 __all__ = ["append_verified"]
 
@@ -27,7 +28,7 @@ def append_verified(path: str | os.PathLike[str], query: VerifiedQuery) -> Knowl
     import yaml
 
     path = Path(path).expanduser()
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = read_text(path, KNOWLEDGE) if path.exists() else ""
     known = parse_knowledge(text, where=path.name)  # a broken file is reported, not extended
     same = [q for q in known.verified_queries if q.question.lower() == query.question.lower()]
     if same and all(_same_sql(q.sql, query.sql) for q in same):
@@ -37,7 +38,8 @@ def append_verified(path: str | os.PathLike[str], query: VerifiedQuery) -> Knowl
             f"{path.name} already has a different verified query for {query.question!r}; "
             "edit it there"
         )
-    root = yaml.compose(text, Loader=yaml_loader()) if text.strip() else None
+    # bounded like any knowledge file (parse_knowledge above checked the same text)
+    root = load_yaml(text, where=path.name, bounds=KNOWLEDGE, loader=yaml_loader())[1]
     entries = _find(root, "verified_queries")
     if entries is None:
         updated = _ending(text) + "verified_queries:\n" + _indent(_entry(query), 2)

@@ -22,6 +22,7 @@ from relay_nb.redaction import redact
 from relay_nb.runtime.abort import AbortSignal
 from relay_nb.runtime.base import BaseRuntime, ModelRuntime, TextCallback
 from relay_nb.runtime.types import Capabilities, InvocationRequest, InvocationResult
+from relay_nb.untrusted import SCRIPT, read_text
 
 __all__ = [
     "REPLAY_SCHEMA_VERSION",
@@ -60,22 +61,21 @@ def load_records(path: str | Path) -> list[ReplayRecord]:
     if not path.exists():
         raise ConfigurationError(f"recording {str(path)!r} does not exist")
     records: list[ReplayRecord] = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = ReplayRecord.model_validate_json(line)
-            except ValidationError:
-                raise ConfigurationError(
-                    f"recording {str(path)!r} line {lineno} is not a replay record"
-                ) from None
-            if record.schema_version != REPLAY_SCHEMA_VERSION:
-                raise ConfigurationError(
-                    f"recording {str(path)!r} line {lineno} has schema_version "
-                    f"{record.schema_version}; this relay_nb reads {REPLAY_SCHEMA_VERSION}"
-                )
-            records.append(record)
+    for lineno, line in enumerate(read_text(path, SCRIPT).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = ReplayRecord.model_validate_json(line)
+        except ValidationError:
+            raise ConfigurationError(
+                f"recording {str(path)!r} line {lineno} is not a replay record"
+            ) from None
+        if record.schema_version != REPLAY_SCHEMA_VERSION:
+            raise ConfigurationError(
+                f"recording {str(path)!r} line {lineno} has schema_version "
+                f"{record.schema_version}; this relay_nb reads {REPLAY_SCHEMA_VERSION}"
+            )
+        records.append(record)
     return records
 
 

@@ -41,6 +41,7 @@ from relay_nb.runtime.types import (
     estimate_request_tokens,
     estimate_tokens,
 )
+from relay_nb.untrusted import SCRIPT, load_json, read_text
 
 __all__ = ["MAX_SCRIPTED_BATCH", "NO_STEP_LEFT", "ScriptStep", "ScriptedRuntime", "estimate_tokens"]
 
@@ -117,7 +118,7 @@ class ScriptedRuntime(BaseRuntime):
         name}`` (the model name its answers report, e.g. to price them)."""
         path = Path(path).expanduser()
         try:
-            steps = json.loads(path.read_text(encoding="utf-8"))
+            steps = load_json(read_text(path, SCRIPT), where=path.name, bounds=SCRIPT)
         except FileNotFoundError:
             raise ConfigurationError(f"script file {str(path)!r} does not exist") from None
         except json.JSONDecodeError as exc:

@@ -108,10 +108,7 @@ def test_a_dark_page_gets_its_own_drawing() -> None:
     expected = int(DARK_TEXT[1:3], 16) / 255
     assert brightest >= expected - 0.01
     page = chart_html(light, dark)
-    assert (
-        page.count("<img") == 2
-        and 'class="relay-chart-dark" alt="chart" hidden ' in page
-    )
+    assert page.count("<img") == 2 and 'class="relay-chart-dark" alt="chart" hidden ' in page
     assert 'body[data-jp-theme-light="false"] .relay-chart-dark' in CHART_STYLE
     assert "body.vscode-dark .relay-chart-light" in CHART_STYLE
     assert chart_html(light).count("<img") == 1  # a chart saved before keeps its one image

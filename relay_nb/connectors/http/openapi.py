@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from relay_nb.errors import ConfigurationError
+from relay_nb.untrusted import OPENAPI, load_json, load_yaml
 
 __all__ = ["ApiSummary", "Operation", "Parameter", "parse_document", "summarise"]
 
@@ -101,8 +102,8 @@ def parse_document(data: bytes, *, source: str) -> dict[str, Any]:
     """JSON, or YAML when PyYAML is importable; must be OpenAPI 3.x or Swagger 2.0."""
     text = data.decode("utf-8-sig", errors="replace")
     try:
-        document = json.loads(text)
-    except ValueError:
+        document = load_json(text, where=f"the OpenAPI document {source}", bounds=OPENAPI)
+    except json.JSONDecodeError:
         document = _parse_yaml(text, source)
     if not isinstance(document, dict):
         raise ConfigurationError(f"the OpenAPI document {source} is not a JSON/YAML object")
@@ -128,7 +129,7 @@ def _parse_yaml(text: str, source: str) -> Any:
             "as YAML; `pip install pyyaml`, or pass the JSON version of the document"
         ) from None
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text, where=f"the OpenAPI document {source}", bounds=OPENAPI)[0]
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 1})" if where is not None else ""
