@@ -42,6 +42,7 @@ def _eval(args: argparse.Namespace) -> int:
         args.bank,
         model=args.model,
         connect=args.connect,
+        allow_env=args.allow_env,
         concurrency=args.concurrency,
         repeat=args.repeat,
         max_cost_usd=args.max_cost,

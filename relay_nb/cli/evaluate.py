@@ -39,6 +39,7 @@ class EvalOptions:
         *,
         model: str | None = None,
         connect: Sequence[str] = (),
+        allow_env: Sequence[str] = (),
         concurrency: int = 4,
         repeat: int = 1,
         max_cost_usd: float | None = None,
@@ -53,6 +54,7 @@ class EvalOptions:
         oracle: str | None = None,
     ) -> None:
         self.bank, self.model, self.connect = bank, model, list(connect)
+        self.allow_env = list(allow_env)
         self.concurrency, self.repeat, self.max_cost_usd = concurrency, repeat, max_cost_usd
         self.batch, self.min_accuracy, self.record = batch, min_accuracy, record
         self.compare, self.save, self.output_json, self.html = compare, save, output_json, html
@@ -88,7 +90,7 @@ def run_eval_command(options: EvalOptions, *, out: TextIO | None = None) -> int:
         raise ConfigurationError(f"--html {options.html}: its folder does not exist")
     relay = _relay(options)
     try:
-        _connect(relay, bank, options.connect)
+        _connect(relay, bank, options.connect, allowed_env=options.allow_env)
         estimate = relay.estimate(bank, repeat=options.repeat, batch=options.batch)
         print(estimate.line(), file=sys.stderr, flush=True)
         if options.estimate_only:
@@ -177,11 +179,14 @@ def _relay(options: EvalOptions) -> Any:
     return Relay(model)
 
 
-def _connect(relay: Any, bank: Any, overrides: Sequence[str]) -> None:
-    """The bank's connectors, with ``--connect ID=URL`` added or put in their place."""
+def _connect(
+    relay: Any, bank: Any, overrides: Sequence[str], *, allowed_env: Sequence[str] = ()
+) -> None:
+    """The bank's connectors, with ``--connect ID=URL`` added or put in their place; a
+    bank's URL reads only the environment variables ``--allow-env`` names."""
     asked = {q.connector for q in bank.questions}
     targets: dict[str, Callable[[], str]] = {
-        cid: (lambda cid=cid: bank.target(cid)) for cid in bank.connectors
+        cid: (lambda cid=cid: bank.target(cid, allowed_env=allowed_env)) for cid in bank.connectors
     }
     for item in overrides:
         connector_id, sep, url = item.partition("=")

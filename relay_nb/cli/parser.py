@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="connect a connector the bank asks (repeatable; overrides the bank's connectors)",
     )
     evaluate.add_argument(
+        "--allow-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="let the bank's connector URLs read ${NAME} from the environment (repeatable)",
+    )
+    evaluate.add_argument(
         "--concurrency", type=_positive(int), default=4, help="questions asked at once"
     )
     evaluate.add_argument(

@@ -36,7 +36,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,11 +158,17 @@ class QuestionBank(BaseModel):
     written (``${VAR}`` is read when connecting: :meth:`target`)."""
     path: str = ""
 
-    def target(self, connector_id: str) -> str:
+    def target(self, connector_id: str, *, allowed_env: Collection[str] = ()) -> str:
         """The bank's target for ``connector_id``, with ``${VAR}`` read from the environment
-        and a relative SQLite or DuckDB file taken from the bank's folder."""
+        and a relative SQLite or DuckDB file taken from the bank's folder.
+
+        A bank comes from a repository or a colleague: a URL it wrote could send a variable's
+        value (a token) to a host of its choosing. So only the variables the analyst names in
+        ``allowed_env`` (``relay-nb eval --allow-env NAME``) are read; any other is refused
+        before anything connects."""
         target = _ENV.sub(
-            lambda m: _variable(m.group(1), connector_id), self.connectors[connector_id]
+            lambda m: _variable(m.group(1), connector_id, allowed_env),
+            self.connectors[connector_id],
         )
         match = re.match(r"^(sqlite|duckdb)(\+\w+)?:///(?!/)(.+)$", target)
         if match and self.path and match.group(3) != ":memory:":
@@ -187,11 +193,12 @@ class QuestionBank(BaseModel):
         return "sha256:" + digest.hexdigest()[:16]
 
     def resolve_csv(self, question: BankQuestion) -> Path:
-        """The CSV file of ``question``'s expected rows (relative to the bank's folder)."""
+        """The CSV file of ``question``'s expected rows, in the bank's folder (see
+        :func:`inside_folder`: never outside it)."""
         if question.csv is None:
             raise ConfigurationError(f"question {question.id!r} has no csv")
-        base = Path(self.path).parent if self.path else Path.cwd()
-        return (base / question.csv).expanduser()
+        base = Path(self.path).resolve().parent if self.path else Path.cwd()
+        return inside_folder(base, question.csv)
 
     def tags(self) -> list[str]:
         return sorted({tag for q in self.questions for tag in q.tags})
@@ -369,7 +376,7 @@ def _build(header: dict[str, Any], entries: list[tuple[int, Any]], path: Path) -
     ids = _default_ids(merged_entries)
     questions: list[BankQuestion] = []
     seen: dict[str, int] = {}
-    base = path.parent
+    base = path.resolve().parent  # a linked bank: its own folder
     for position, line, merged in merged_entries:
         name = str(merged.get("id") or merged.get("question") or f"#{position}")[:60]
         found = _entry_problems(merged, connectors, base)
@@ -462,8 +469,12 @@ def _entry_problems(entry: dict[str, Any], connectors: Mapping[str, str], base: 
     rows = entry.get("rows")
     if isinstance(rows, list) and rows and not all(isinstance(r, list | Mapping) for r in rows):
         problems.append("rows is a list of rows, each a list of cells: [[paid], [refunded]]")
-    if isinstance(entry.get("csv"), str) and entry["csv"] and not (base / entry["csv"]).is_file():
-        problems.append(f"csv {entry['csv']!r} does not exist beside the bank ({base})")
+    if isinstance(entry.get("csv"), str) and entry["csv"]:
+        try:
+            if not inside_folder(base, entry["csv"]).is_file():
+                problems.append(f"csv {entry['csv']!r} does not exist beside the bank ({base})")
+        except ConfigurationError as exc:
+            problems.append(str(exc))
     return problems
 
 
@@ -484,7 +495,13 @@ def _did_you_mean(key: str, known: Sequence[str]) -> str:
     return f"; the keys are {', '.join(known)}"
 
 
-def _variable(name: str, connector_id: str) -> str:
+def _variable(name: str, connector_id: str, allowed: Collection[str]) -> str:
+    if name not in allowed:
+        raise ConfigurationError(
+            f"the bank's connector {connector_id!r} reads ${{{name}}}; a bank's URL reads a "
+            f"variable only when you allow it (relay-nb eval --allow-env {name}), or connect "
+            f"{connector_id!r} yourself (--connect {connector_id}=URL)"
+        )
     found = os.environ.get(name)
     if found is None:
         raise ConfigurationError(
@@ -493,6 +510,20 @@ def _variable(name: str, connector_id: str) -> str:
             f"{connector_id}=URL)"
         )
     return found
+
+
+def inside_folder(base: Path, name: str) -> Path:
+    """``base / name``, refused unless it stays in ``base`` once links are resolved: a bank
+    names its expected rows beside it, never ``../outside.csv``, an absolute path, ``~`` or
+    a link that leads out (their contents would reach the report)."""
+    folder = base.resolve()
+    path = (folder / name).resolve()
+    if name.startswith("~") or not path.is_relative_to(folder):
+        raise ConfigurationError(
+            f"csv {name!r} is outside the bank's folder ({folder}); keep a bank's expected "
+            "rows beside it"
+        )
+    return path
 
 
 def _raise(problems: Sequence[str]) -> None:

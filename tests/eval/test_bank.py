@@ -168,7 +168,9 @@ def test_every_problem_of_a_bank_is_reported_at_once(tmp_path) -> None:
 
 def test_connector_targets_read_variables_when_connecting(tmp_path, monkeypatch) -> None:
     """A bank loads without the variables its connectors name (Python and %relay connect
-    their own); the CLI reads them when it connects, and says the fix when one is unset."""
+    their own); the CLI reads them when it connects — only those the analyst allows (issue
+    38, item 3: a bank's URL could carry a token to a host of its choosing) — and says the
+    fix when one is unset or not allowed."""
     path = write(
         tmp_path,
         "b.yaml",
@@ -177,12 +179,15 @@ def test_connector_targets_read_variables_when_connecting(tmp_path, monkeypatch)
     )
     monkeypatch.delenv("SHOP_URL", raising=False)
     bank = load_bank(path)
+    allowed = ["SHOP_URL"]
     with pytest.raises(
         ConfigurationError, match=r"reads \$\{SHOP_URL\}, which is not set.*--connect db=URL"
     ):
-        bank.target("db")
+        bank.target("db", allowed_env=allowed)
     monkeypatch.setenv("SHOP_URL", "postgresql://ro@db/shop")
-    assert bank.target("db") == "postgresql://ro@db/shop"
+    assert bank.target("db", allowed_env=allowed) == "postgresql://ro@db/shop"
+    with pytest.raises(ConfigurationError, match=r"only when you allow it .*--allow-env SHOP_URL"):
+        bank.target("db")  # set, but not allowed: never read
     # a relative SQLite file is the bank's neighbour, wherever the command runs
     assert bank.target("local") == f"sqlite:///{tmp_path / 'data' / 'shop.sqlite'}"
 
@@ -312,3 +317,29 @@ def test_one_text_asked_of_several_databases_gets_an_id_each(tmp_path) -> None:
     )
     ids = [q.id for q in load_bank(path).questions]
     assert ids == ["How many? @a #1", "How many? @b #2", "Which?"]
+
+
+def test_expected_rows_stay_in_the_banks_folder(tmp_path) -> None:
+    """Issue 38, item 3: a bank names its CSV of expected rows beside it. ``../``, an
+    absolute path, ``~`` and a link that leads out are refused when the bank loads — the
+    file's contents would otherwise reach the report, its HTML and the saved JSON."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.csv"
+    secret.write_text("token\nsk-live-abc123\n")
+    bank_dir = tmp_path / "bank"
+    bank_dir.mkdir()
+    (bank_dir / "link.csv").symlink_to(secret)
+    (bank_dir / "ok.csv").write_text("n\n1\n")
+    # harmful as a plain path join would read it
+    assert "sk-live" in (bank_dir / "../outside/secret.csv").read_text()
+    for name in ("../outside/secret.csv", str(secret), "link.csv", "~/secret.csv"):
+        path = write(
+            bank_dir, "b.yaml", f"connector: db\nquestions:\n  - {{question: q, csv: '{name}'}}\n"
+        )
+        with pytest.raises(ConfigurationError, match="outside the bank's folder") as raised:
+            load_bank(path)
+        assert "sk-live" not in str(raised.value)
+    path = write(bank_dir, "b.yaml", "connector: db\nquestions:\n  - {question: q, csv: ok.csv}\n")
+    bank = load_bank(path)
+    assert bank.resolve_csv(bank.questions[0]) == (bank_dir / "ok.csv").resolve()
