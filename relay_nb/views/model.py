@@ -162,7 +162,7 @@ class CallView(BaseModel):
             notes += (
                 f"Only the first {limit:,} rows came back (the connector's row limit): "
                 "aggregate or filter in the question, or raise the limit when you connect "
-                "(--row-limit N, or row_limit=N in relay.connect).",
+                "(%relay --connect NAME URL --row-limit N; relay.connect(..., row_limit=N)).",
             )
         return notes
 
