@@ -119,3 +119,34 @@ def test_a_changed_environment_value_is_redacted_at_once(monkeypatch) -> None:
     assert redact("first-value-123 second-value-456") == f"first-value-123 {REDACTED}"
     monkeypatch.delenv("RELAY_TEST_CACHE_TOKEN")
     assert redact("second-value-456") == "second-value-456"
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc123def", "a JSON Web Token"),
+        ("AKIAIOSFODNN7EXAMPLE", "an AWS access key"),
+        ("ghp_" + "a1" * 18, "a GitHub token"),
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "a Stripe key"),
+        ("4111 1111 1111 1111", "a card number"),
+        ("123-45-6789", "a social security number"),
+        ("+1 (415) 555-2671", "a phone number"),
+        ("JBSWY3DPEHPK3PXP", "a one-time-password seed"),
+        ("postgres://user:pw@host/db", "a password in a URL"),
+        ("-----BEGIN RSA PRIVATE KEY-----", "a private key"),
+        ("xK9mQ2pL7vR4tW8zY1bN6cF3hJ5dG0sA", "a token"),
+        # what categories hold: never taken for a credential
+        ("delivered", None),
+        ("2024-01-05", None),
+        ("4111111111111112", None),  # fails the Luhn check
+        ("550e8400-e29b-41d4-a716-446655440000", None),  # an id, not a token
+        ("SKU-2024-ABCD-1234", None),
+        ("ENGINEERINGDEPARTMENT", None),
+        ("Northwind Roasters Ltd", None),
+        ("https://example.com/path", None),
+    ],
+)
+def test_secret_shapes(value: str, kind: str | None) -> None:
+    from relay_nb.secret_shapes import secret_kind
+
+    assert secret_kind(value) == kind

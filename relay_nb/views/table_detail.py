@@ -106,7 +106,7 @@ def _holds(column: ColumnInfo) -> str:
     profile = column.profile
     if profile is None:
         return ""
-    parts: list[str] = []
+    parts: list[str] = [f"{profile.withheld}: not shown"] if profile.withheld else []
     if profile.values:
         shown = ", ".join(profile.values[:12])
         parts.append(

@@ -33,6 +33,9 @@ class ColumnProfile(_Frozen):
     from_statistics: bool = False
     """Read from the engine's planner statistics (PostgreSQL's ``pg_stats``), not from rows:
     estimates over the engine's own sample of the whole table."""
+    withheld: str | None = None
+    """Why the column's values and bounds are not shown: ``"values look like a JSON Web
+    Token"`` when one of them has a credential's shape (:mod:`relay_nb.secret_shapes`)."""
 
 
 @dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))

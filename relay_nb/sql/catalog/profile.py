@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay_nb.errors import ConfigurationError
+from relay_nb.secret_shapes import secret_kind
 from relay_nb.sql.catalog.model import Catalog, ColumnInfo, ColumnProfile, TableInfo
 from relay_nb.sql.catalog.statistics import (
     STATISTICS_DIALECTS,
@@ -83,11 +84,14 @@ PROFILED_BACKENDS = frozenset({"sqlite", "postgres", "mysql", "duckdb", "clickho
 """sqlglot dialect names whose SQL the statements below are written for."""
 
 _SECRET_WORD = re.compile(
-    r"pass(?:word|wd|phrase)|secret|token|api_?key|private_?key|credential", re.IGNORECASE
+    r"pass(?:word|wd|phrase|code)|secret|token|api_?key|private_?key|access_?key|credential|"
+    r"bearer|cookie|(?:recovery|backup)_?code|mfa|totp|credit_?card",
+    re.IGNORECASE,
 )
 """Anywhere in a name (``userPassword``, ``accessToken``, ``x_apikey``): never profiled."""
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:pwd|auth|salt|hash|ssn|social_security|cvv|cvc|pin|iban|card_?number|otp)"
+    r"(?:^|_)(?:pwd|auth|salt|hash|ssn|social_security|cvv\d?|cvc\d?|pin|iban|"
+    r"card_?(?:number|num|no)|pan|otp|session(?:_?(?:id|key))?)"
     r"(?:_|$)",
     re.IGNORECASE,
 )
@@ -488,6 +492,10 @@ def _with_profiles(
             if is_personal(table, column.name):  # a birth date's bounds are someone's
                 low = high = None
                 values = ()
+            withheld = _credential_shape(values, low, high)
+            if withheld is not None:  # named innocently, holding keys: nothing of it shown
+                low = high = None
+                values = ()
             if len(values) > settings.max_values or not all(_listable(v) for v in values):
                 values = ()  # (more than counted: the engine sampled other rows the 2nd time)
             # built from the engine's own counts and text: trusted, so not validated again
@@ -499,10 +507,21 @@ def _with_profiles(
                 null_share=found.null_share,
                 sampled_rows=found.sampled_rows,
                 from_statistics=found.from_statistics,
+                withheld=withheld,
             )
             columns.append(dataclasses.replace(column, profile=profile))
         tables.append(table.model_copy(update={"columns": tuple(columns)}))
     return tuple(tables)
+
+
+def _credential_shape(values: tuple[str, ...], low: Any, high: Any) -> str | None:
+    """``"values look like a card number"`` when a value or a bound the profile would show
+    has a credential's or a personal identifier's shape, whatever the column's name."""
+    for value in (*values, low, high):
+        kind = secret_kind(value) if isinstance(value, str) else None
+        if kind is not None:
+            return f"values look like {kind}"
+    return None
 
 
 def _listable(value: str) -> bool:
@@ -552,6 +571,8 @@ def sample_text_values(
         for column in table.columns:
             if not any(word in column.type.lower() for word in _TEXT_WORDS):
                 continue
+            if is_secret(column.name) or is_personal(table, column.name):
+                continue  # as in the profile: a credential's or a person's values never
             rows_of = (
                 exp.select(exp.column(column.name, quoted=True))
                 .from_(exp.table_(table.name, db=table.schema_name, quoted=True))
@@ -571,5 +592,8 @@ def sample_text_values(
                 rows = run(query.sql(dialect=dialect))
             except Exception:
                 rows = []
-            samples[f"{table.qualified_name}.{column.name}"] = [str(row[0]) for row in rows]
+            values = [str(row[0]) for row in rows]
+            if any(secret_kind(value) for value in values):
+                values = []  # one value shaped like a credential: the column shows none
+            samples[f"{table.qualified_name}.{column.name}"] = values
     return samples

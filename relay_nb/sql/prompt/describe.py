@@ -92,7 +92,7 @@ def _profile_detail(column: ColumnInfo) -> str:
     profile = column.profile
     if profile is None:
         return ""
-    text = ""
+    text = f" ({profile.withheld}: not shown)" if profile.withheld else ""
     if profile.values:
         text += f" values {{{','.join(literal(v) for v in profile.values)}}}"
     if profile.low is not None and profile.high is not None:

@@ -318,6 +318,8 @@ def _profile_text(column: ColumnInfo) -> str:
     profile = column.profile
     if profile is None:
         return ""
+    if profile.withheld:
+        return " (values withheld)"
     if profile.values:
         listed: list[str] = []
         used = 0
