@@ -136,8 +136,8 @@ def check_spec(spec: ChartSpec, columns: list[str], rows: int) -> str:
 
 
 DARK_TEXT = "#e0e0e0"
-"""Text, ticks and axes of a chart for a dark page: 11.6:1 on JupyterLab's dark background
-(#111111), 10.4:1 on VS Code's (#1e1e1e)."""
+"""Text, ticks and axes of a chart for a dark page: 14.3:1 on JupyterLab's dark background
+(#111111), 12.6:1 on VS Code's (#1e1e1e)."""
 
 
 def draw_chart(frame: Any, spec: ChartSpec, *, dark: bool = False) -> bytes:
