@@ -294,9 +294,7 @@ class Session(AsksMany):
         ``approver`` replaces the session's for this question; ``clarifier`` (who can answer
         a question back) gives the model the ``clarify`` tool.
         """
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigurationError("ask needs a non-empty question")
-        planned = self.plan(call)  # a bad option or unknown skill fails before the lock
+        planned = self._planned(question, call)  # fails before the lock
         async with self._turn_lock():
             result = await self._turn(
                 question,
@@ -324,9 +322,7 @@ class Session(AsksMany):
         it stands when it starts and does not extend it, so questions asked meanwhile go on
         undisturbed and never wait for it; its turn is kept in :attr:`turns` when it ends.
         It cannot ask the user back (no ``clarify``)."""
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigurationError("ask needs a non-empty question")
-        planned = self.plan(call)
+        planned = self._planned(question, call)
         result = await self._turn(
             question,
             planned,
@@ -337,6 +333,15 @@ class Session(AsksMany):
         )
         self._keep(result)
         return result
+
+    def _planned(
+        self, question: str, call: Mapping[str, Any] | None
+    ) -> tuple[TurnSettings, list[Skill], list[str]]:
+        """A question's plan; an empty question, a bad option or an unknown skill fails here,
+        before the turn starts."""
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigurationError("ask needs a non-empty question")
+        return self.plan(call)
 
     async def stream(
         self,
