@@ -3,7 +3,8 @@
 One module per engine, each saying what its estimate holds and what it cannot know:
 
 - PostgreSQL (:mod:`.postgres`): ``EXPLAIN (FORMAT JSON, VERBOSE)`` and the sizes on disk of
-  the relations a sequential scan reads whole — rows and bytes.
+  the relations a sequential scan reads whole — rows and bytes, times the runs of each scan;
+  which of the plan's conditions the statistics back is :mod:`.conditions`.
 - DuckDB (:mod:`.duckdb`): ``EXPLAIN (FORMAT JSON)`` and the tables' row counts — rows.
 - BigQuery (:mod:`.bigquery`): a dry run of the query job — bytes processed.
 - Snowflake (:mod:`.snowflake`): ``EXPLAIN USING JSON``'s ``GlobalStats`` — the bytes of the

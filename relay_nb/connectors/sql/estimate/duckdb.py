@@ -1,6 +1,8 @@
 """DuckDB: ``EXPLAIN (FORMAT JSON)`` and its tables' row counts (``duckdb_tables()``) — rows,
 no bytes. A scan that feeds the LIMIT through streaming steps only counts for the limit over
-the scan's expected matches."""
+the scan's expected matches — when nothing filters them: DuckDB's share kept by a filter is a
+fixed fraction or a distinct count, which says nothing of where (or whether) the matching
+rows lie, so a filtered scan under a LIMIT may read its whole table and is counted so."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def estimate(planning: Planning) -> Estimate:
     read: dict[str, list[tuple[float, bool]]] = {}
     result: int | None = None
     for root in plans:
-        for node, streamed in _duckdb_nodes(root):
+        for node, streamed, filtered in _duckdb_nodes(root):
             cardinality = _cardinality(node)
             name = str(node.get("name", "")).upper()
             if result is None and cardinality is not None and "LIMIT" not in name:
@@ -39,7 +41,8 @@ def estimate(planning: Planning) -> Estimate:
             table = str((node.get("extra_info") or {}).get("Table", ""))
             whole = tables.get(table, cardinality or 0)
             scanned = float(whole)
-            if streamed and limit is not None and cardinality:  # stops after `limit` matches
+            if streamed and limit is not None and cardinality and not filtered:
+                # stops after `limit` rows: every row it reads is one the LIMIT takes
                 scanned = min(scanned, limit * whole / cardinality)
             read.setdefault(table, []).append((scanned, streamed))
     total = 0.0
@@ -53,16 +56,22 @@ _DUCKDB_LIMITS = {"STREAMING_LIMIT", "LIMIT"}
 _DUCKDB_STREAMING = {*_DUCKDB_LIMITS, "PROJECTION", "FILTER"}
 
 
-def _duckdb_nodes(root: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
-    """Each node, and whether a LIMIT lies above it with only streaming steps between."""
-    stack: list[tuple[dict[str, Any], bool]] = [(root, False)]
+def _duckdb_nodes(root: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool, bool]]:
+    """Each node, whether a LIMIT lies above it with only streaming steps between, and
+    whether one of those steps (or the node itself) filters rows."""
+    stack: list[tuple[dict[str, Any], bool, bool]] = [(root, False, False)]
     while stack:
-        node, streamed = stack.pop()
-        yield node, streamed
+        node, streamed, filtered = stack.pop()
         name = str(node.get("name", "")).upper()
+        info = node.get("extra_info")
+        filters = isinstance(info, dict) and bool(info.get("Filters"))
+        filtered = streamed and (filtered or filters or name == "FILTER")
+        yield node, streamed, filtered
         below = name in _DUCKDB_LIMITS or (streamed and name in _DUCKDB_STREAMING)
         stack.extend(
-            (child, below) for child in node.get("children", ()) if isinstance(child, dict)
+            (child, below, below and filtered)
+            for child in node.get("children", ())
+            if isinstance(child, dict)
         )
 
 
