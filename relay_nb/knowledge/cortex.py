@@ -127,7 +127,8 @@ def knowledge_from_cortex(
         place = ".".join(str(part) for part in first["loc"])
         raise ConfigurationError(f"{where}: {place}: {first['msg']}") from None
     physical = {t.name: (t.base_table.table if t.base_table else t.name) for t in model.tables}
-    tables = {physical[t.name]: _table(t, physical) for t in model.tables}
+    origin = f"Cortex semantic model {' '.join(model.name.split())[:80]!r}"
+    tables = {physical[t.name]: _table(t, physical, origin) for t in model.tables}
     dimensions: dict[str, str] = {}
     metrics: list[Metric] = []
     rules: list[str] = []
@@ -144,6 +145,7 @@ def knowledge_from_cortex(
                         sql=_physical(metric.expr, physical),
                         description=metric.description,
                         synonyms=tuple(metric.synonyms),
+                        origin=origin,
                     )
                 )
         for named in table.filters:
@@ -163,7 +165,7 @@ def knowledge_from_cortex(
         unique.setdefault(metric.name.lower(), metric)
     metrics = list(unique.values())
     try:
-        return _knowledge(model, tables, dimensions, metrics, rules, physical)
+        return _knowledge(model, tables, dimensions, metrics, rules, physical, origin)
     except (ValidationError, ValueError) as exc:
         first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
         raise ConfigurationError(f"{where}: {first}") from None
@@ -176,9 +178,11 @@ def _knowledge(
     metrics: list[Metric],
     rules: list[str],
     physical: Mapping[str, str],
+    origin: str,
 ) -> Knowledge:
     return Knowledge(
         description=model.description or model.name,
+        origin=origin,
         tables=tables,
         dimensions=dimensions,
         metrics=tuple(metrics),
@@ -188,7 +192,7 @@ def _knowledge(
     )
 
 
-def _table(table: _Table, physical: Mapping[str, str]) -> TableKnowledge:
+def _table(table: _Table, physical: Mapping[str, str], origin: str) -> TableKnowledge:
     synonyms = list(table.synonyms)
     if physical[table.name].lower() != table.name.lower():
         synonyms.append(table.name)
@@ -203,7 +207,9 @@ def _table(table: _Table, physical: Mapping[str, str]) -> TableKnowledge:
             synonyms=tuple(names),
             values=tuple(str(v) for v in item.sample_values if v is not None),
         )
-    return TableKnowledge(description=table.description, synonyms=tuple(synonyms), columns=columns)
+    return TableKnowledge(
+        description=table.description, synonyms=tuple(synonyms), columns=columns, origin=origin
+    )
 
 
 def _column(item: _Field) -> str | None:

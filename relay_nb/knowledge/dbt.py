@@ -34,6 +34,9 @@ from relay_nb.untrusted import MANIFEST, load_json, read_text
 
 __all__ = ["is_dbt_manifest", "knowledge_from_dbt"]
 
+ORIGIN = "dbt manifest"
+"""What the prompt says the descriptions were imported from."""
+
 _TABLE_TYPES = frozenset({"model", "seed", "snapshot"})
 _AGGREGATES = {
     "sum": "SUM({})",
@@ -111,7 +114,9 @@ class _Reader:
                 self._apply_test(node, tables, joins)
         dimensions, measures, entity_joins = self._semantic_models()
         return Knowledge(
-            tables={name: TableKnowledge(**fields) for name, fields in tables.items()},
+            tables={
+                name: TableKnowledge(**fields, origin=ORIGIN) for name, fields in tables.items()
+            },
             dimensions={name: e for name, e in dimensions.items() if "__" not in name},
             metrics=tuple(self._metrics(measures, dimensions)),
             joins=tuple(_unique_joins([*joins, *entity_joins])),
@@ -271,6 +276,7 @@ class _Reader:
                 sql=sql[name],
                 filters=filters[name],
                 description=_text(metric.get("description")) or label,
+                origin=ORIGIN,
                 synonyms=() if plain else (label,),
             )
 

@@ -60,6 +60,10 @@ class TableKnowledge(_Strict):
     description: str = ""
     synonyms: tuple[str, ...] = ()
     columns: dict[str, ColumnKnowledge] = Field(default_factory=dict)
+    origin: str = ""
+    """Where the table's and its columns' descriptions were imported from (``"dbt
+    manifest"``, ``"Cortex semantic model 'sales'"``); empty for the team's own file. The
+    prompt quotes them as data, marked with it."""
 
     def merged(self, other: TableKnowledge) -> TableKnowledge:
         """Both tables' knowledge; this one's description and values win."""
@@ -79,7 +83,13 @@ class TableKnowledge(_Strict):
             description=self.description or other.description,
             synonyms=_union(self.synonyms, other.synonyms),
             columns=columns,
+            origin=merged_origin(self.origin, other.origin),
         )
+
+
+def merged_origin(first: str, second: str) -> str:
+    """Both origins, each once (``"dbt manifest and Cortex semantic model 'sales'"``)."""
+    return " and ".join(dict.fromkeys(origin for origin in (first, second) if origin))
 
 
 def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
@@ -98,6 +108,8 @@ class Metric(_Strict):
     """Conditions it always carries, e.g. ``orders.status = 'paid'``."""
     description: str = ""
     synonyms: tuple[str, ...] = ()
+    origin: str = ""
+    """Where it was imported from; empty for the team's own file."""
 
 
 class JoinPath(_Strict):
@@ -122,6 +134,8 @@ class Knowledge(_Strict):
 
     description: str = ""
     """What the data is, in a sentence or two."""
+    origin: str = ""
+    """Where the description was imported from; empty for the team's own file."""
     tables: dict[str, TableKnowledge] = Field(default_factory=dict)
     metrics: tuple[Metric, ...] = ()
     dimensions: dict[str, str] = Field(default_factory=dict)
@@ -158,6 +172,7 @@ class Knowledge(_Strict):
             synonyms[word] = _union(meaning, synonyms.get(word, ()))
         return Knowledge(
             description=self.description or other.description,
+            origin=self.origin if self.description else other.origin,
             tables=tables,
             metrics=(*self.metrics, *(m for m in other.metrics if m.name.lower() not in names)),
             dimensions={**other.dimensions, **self.dimensions},

@@ -127,7 +127,7 @@ def test_rules_metrics_and_the_questions_words_reach_the_context() -> None:
     # the glossary entries for the words the question uses, and the tables it names
     assert "turnover → revenue" in text and "nation → column customers.country" in text
     assert "clients → table customers" in text
-    assert "- customers (columns: country — ISO country code)" in text
+    assert "- customers (columns: country — \"ISO country code\")" in text
     assert "- orders" not in text  # not named by the question
     assert verified == []  # no verified question shares a word with this one
 
@@ -416,3 +416,11 @@ def test_the_trace_names_a_close_verified_query_and_a_metric_used(tmp_path: Path
         )
     finally:
         relay.close()
+
+
+def test_a_description_is_one_bounded_quoted_line() -> None:
+    from relay_nb.context.knowledge_source import MAX_DESCRIPTION, quoted
+
+    assert quoted('Paid "orders"\n\nonly') == '"Paid \\"orders\\" only"'
+    long = quoted("word " * 10_000)
+    assert len(long) <= MAX_DESCRIPTION + 2 and long.endswith('…"')
