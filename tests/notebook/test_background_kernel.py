@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_approval_kernel import Kernel, of, texts
+from kernel_client import Kernel, of, running, texts
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,12 +49,8 @@ facade._default = relay
 
 @pytest.fixture
 def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    try:
-        kernel.until_idle(kernel.execute(SETUP))
+    with running(SETUP) as kernel:
         yield kernel
-    finally:
-        kernel.close()
 
 
 def test_the_kernel_interrupt_stops_the_cell_not_the_background_run(kernel: Kernel) -> None:
