@@ -5,9 +5,8 @@ module never reads, copies or stores credentials. Nothing the model writes is ex
 lockdown before the run: ``--sandbox read-only`` with approvals off, in a fresh empty
 temporary directory, with ``-c`` overrides switching off the shell, exec, patch, image,
 web-search and MCP tools and every feature that runs code or reaches out (sub-agents, code
-mode, JavaScript REPL, apps, plugins, hooks, memories, image generation ...). The user's
-default profile is replaced by an empty one, because a profile's ``[features]`` and
-approval settings outrank root-level overrides. Only model settings may be added through
+mode, JavaScript REPL, apps, plugins, hooks, memories, image generation ...). Only model
+settings may be added through
 ``extra_args`` (see :func:`check_codex_extra_args`). A result whose event stream shows tool
 activity anyway is discarded; that check is a backstop, not the guarantee.
 ``--ignore-user-config`` keeps the user's ``config.toml`` out of the run altogether (newer
@@ -63,14 +62,13 @@ __all__ = ["CodexCLIProfile", "CodexCLIRuntime", "from_strict", "strict_schema"]
 PROVIDER = "codex"
 _LABEL = "Codex"
 _LOGIN_HINT = "run `codex login` once, or set CODEX_API_KEY in env="
+TESTED = "@openai/codex 0.169.0"
+"""The CLI release the real-client tests run (tests/clients; installed by scripts/setup)."""
 
-_PROFILE = "relay_nb_locked"
 _OFF_FEATURES = (
     # tools that run commands, edit files or evaluate code
     "shell_tool",
     "unified_exec",
-    "shell_zsh_fork",
-    "unified_exec_zsh_fork",
     "apply_patch_freeform",
     "js_repl",
     "js_repl_tools_only",
@@ -94,36 +92,30 @@ _OFF_FEATURES = (
     "computer_use",
     "in_app_browser",
     "hooks",
-    "codex_hooks",
     "skill_mcp_dependency_install",
-    "web_search_request",
-    "web_search_cached",
     "standalone_web_search",
     "image_generation",
     "view_image",
-    "view_image_tool",
     "memories",
 )
 """``[features]`` keys switched off: those (on by default or switchable on in a user's
 config) that give the model a way to run code or reach out. Names follow
-``codex-rs/features/src/lib.rs``, old and new spellings both; a key a CLI does not know only
-logs a warning there."""
+``codex-rs/features/src/lib.rs``. Keys a current CLI reports as deprecated or ignored are
+left out (they printed a warning on every call): the user's config, where one could have
+been switched on, is not read (``--ignore-user-config``), and their defaults are off."""
 _LOCKDOWN = (
-    f'profile="{_PROFILE}"',
-    f"profiles.{_PROFILE}={{}}",
     'approval_policy="never"',
     'sandbox_mode="read-only"',
     'web_search="disabled"',
     "tools.web_search=false",
-    "tools.view_image=false",
     "mcp_servers={}",
     *(f"features.{name}=false" for name in _OFF_FEATURES),
     "project_doc_max_bytes=0",
     'shell_environment_policy.inherit="none"',
 )
-"""Config overrides (TOML values, as ``-c`` takes them). The empty active profile comes
-first: a user's default profile (``profile = "..."`` with ``[profiles.X.features]``,
-``approval_policy`` ...) would otherwise outrank the root-level keys below."""
+"""Config overrides (TOML values, as ``-c`` takes them). No profile: the user's
+``config.toml``, its profiles included, is not read (``--ignore-user-config``), and current
+CLIs refuse a ``profile`` override outright."""
 _CONFIG_FLAGS = ("-c", "--config")
 _ALLOWED_CONFIG_KEY = re.compile(r"^(?:model_[a-z_]+|model_providers\.[A-Za-z0-9_.-]+)$")
 """``-c`` keys extra_args may set: model tuning and provider definitions, nothing else."""
@@ -277,7 +269,8 @@ class CodexCLIProfile:
                 "(npm install -g @openai/codex) and try again",
                 False,
             )
-        report, status = _failure_report(read_events(output.stdout))
+        events = read_events(output.stdout)
+        report, status = _failure_report(events)
         return report_failure(
             report,
             status,
@@ -285,6 +278,8 @@ class CodexCLIProfile:
             exit_code=output.exit_code,
             label=_LABEL,
             login_hint=_LOGIN_HINT,
+            tested=TESTED,
+            events_seen=bool(events),
         )
 
 

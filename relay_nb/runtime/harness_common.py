@@ -240,6 +240,8 @@ def report_failure(
     exit_code: int | None,
     label: str,
     login_hint: str,
+    tested: str = "",
+    events_seen: bool | None = None,
 ) -> InvocationError:
     """:func:`harness_failure` for an event-stream CLI: ``report``/``status`` are what the
     profile read from its error events (None: there were none), ``exit_code`` None means the
@@ -251,6 +253,8 @@ def report_failure(
         stderr_text=stderr.decode("utf-8", errors="replace"),
         status=status,
         exit_code=exit_code,
+        tested=tested,
+        events_seen=events_seen,
     )
 
 

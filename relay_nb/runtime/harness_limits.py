@@ -38,7 +38,19 @@ AUTH_TEXT = re.compile(
     re.IGNORECASE,
 )
 """Wording that means the CLI's login or key was refused (any harness)."""
-_UNAVAILABLE_TEXT = re.compile(r"\b(?:overloaded|unavailable|temporarily)\b", re.IGNORECASE)
+_UNAVAILABLE_TEXT = re.compile(
+    r"\b(?:overloaded|unavailable|temporarily|temporary (?:errors?|outage|failure)"
+    r"|high demand|over capacity)\b",
+    re.IGNORECASE,
+)
+_REFUSED_SETUP = re.compile(
+    r"unexpected argument|unrecognized (?:option|argument|subcommand)|no longer supported"
+    r"|unknown (?:option|flag|argument|field|variant|configuration)|invalid value for"
+    r"|(?:error|failed to) (?:loading|load|parsing|parse) (?:the )?config",
+    re.IGNORECASE,
+)
+"""Wording of a CLI that refused how it was started (a flag, a ``-c`` key, a config value):
+a CLI newer or older than the one relay_nb was tested with."""
 
 
 def harness_failure(
@@ -50,13 +62,18 @@ def harness_failure(
     status: int | None,
     exit_code: int | None,
     failed_run: str = "reported a failed run",
+    tested: str = "",
+    events_seen: bool | None = None,
 ) -> InvocationError:
     """Steps 1-6 of the Relay harness order, from evidence the profile extracted.
 
     ``report_text``/``status`` come from the CLI's structured error report (never from a
     successful answer, which is model prose); ``exit_code`` None means the run exited 0 but
     reported an error, so only steps 1-4 apply. ``login_hint`` says how to log in again;
-    ``failed_run`` is the fixed phrase for an exit-0 failure. No input text is copied.
+    ``failed_run`` is the fixed phrase for an exit-0 failure. ``tested`` names the CLI
+    release relay_nb was tested with (``"@openai/codex 0.169.0"``); ``events_seen`` False
+    says the CLI exited before printing any event. No input text is copied: a failure
+    nothing above recognises says which of relay_nb's expectations broke instead.
     """
     if status in (401, 403):
         return _auth_error(label, login_hint, status)
@@ -70,6 +87,16 @@ def harness_failure(
         return limited
     if exit_code is None:
         return InvocationError("RUNTIME_FAILURE", f"{label} {failed_run}", False)
+    pinned = f" ({tested})" if tested else ""
+    if _REFUSED_SETUP.search(stderr_text):  # before the wording of an outage: its text is prose
+        return InvocationError(
+            "RUNTIME_FAILURE",
+            f"{label} {_exit_phrase(exit_code)}: it refused an option or a setting it was "
+            f"started with (relay_nb's, or your extra_args); if not yours, the installed CLI "
+            f"is not the release relay_nb was tested with{pinned}: install that release, or "
+            "upgrade relay_nb",
+            False,
+        )
     if (status is not None and status >= 500 and status != 501) or any(
         _UNAVAILABLE_TEXT.search(t) for t in (stderr_text, report_text)
     ):
@@ -77,6 +104,14 @@ def harness_failure(
             "PROVIDER_UNAVAILABLE",
             f"{label} reports the model service is overloaded or unavailable; try again shortly",
             True,
+        )
+    if events_seen is False:
+        return InvocationError(
+            "RUNTIME_FAILURE",
+            f"{label} {_exit_phrase(exit_code)} before it printed any event (relay_nb reads "
+            f"its JSON event stream); run the CLI by hand to see its error, and check it is "
+            f"the release relay_nb was tested with{pinned}",
+            False,
         )
     return InvocationError("RUNTIME_FAILURE", f"{label} {_exit_phrase(exit_code)}", False)
 
