@@ -103,6 +103,8 @@ _LITERAL_OPTIONS = (exp.Literal, exp.VarMap, exp.Map, exp.Array, exp.Boolean, ex
 
 def refuse_xml_fetches(node: exp.Expr, policy: type[GuardPolicy], found: Findings) -> None:
     """An XML function told to fetch a schema or a DTD from a path or URL."""
+    if not isinstance(node, exp.Func):
+        return
     name = function_names(node)[0].lower()
     if name not in _XML_FUNCTIONS:
         return
