@@ -16,6 +16,9 @@ nothing here parses text and nothing is evaluated. The checks, in the order they
   a DBRef with extra fields is refused. Anything else — a type the decoder should never
   have produced, a ``Code``, an object that could carry content no walk sees — is refused
   (``value_not_allowed``), so a surprise in decoding fails closed;
+* expressions whose cost no time limit stops are refused (:mod:`.cost`: a regular
+  expression that backtracks exponentially, a ``$reduce`` that doubles its accumulator, a
+  huge constant ``$range``);
 * the result is bounded: ``find`` gets ``limit`` clamped to ``row_limit + 1``, ``aggregate``
   gets a final ``$limit`` appended or clamped (the extra row tells "exactly row_limit" from
   "truncated", as in the SQL guard).
@@ -33,6 +36,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from relay_nb.connectors.mongo.cost import check_expression, check_pattern
 from relay_nb.connectors.mongo.operators import OPERATORS, REFUSED, STAGES
 from relay_nb.errors import UnsafeQueryError
 
@@ -323,6 +327,7 @@ def _check_tree(value: Any, where: str, depth: int) -> None:
                 raise UnsafeQueryError("bad_request", f"{where}: keys must be strings")
             if key.startswith("$"):
                 _check_operator(key, f"{where}.{key}")
+            check_expression(key, item, f"{where}.{key}")
             _check_tree(item, f"{where}.{key}", depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -358,6 +363,10 @@ def _check_value(value: Any, where: str, depth: int) -> None:
             )
         _check_tree(value.id, f"{where}.$id", depth + 1)
         return
+    from bson import Regex
+
+    if isinstance(value, Regex) and isinstance(value.pattern, str):
+        check_pattern(value.pattern, where)
     if not isinstance(value, _scalar_types()):
         raise UnsafeQueryError(
             "value_not_allowed",
