@@ -31,10 +31,10 @@ PRODUCTS = len(expected_rows("products"))
 
 
 def _kernel_helpers() -> ModuleType:
-    """tests/notebook/test_approval_kernel.py's Kernel driver and message helpers."""
+    """tests/notebook/kernel_client.py: the kernel driver and message helpers."""
     name = "relay_faults_kernel_helpers"
     if name not in sys.modules:
-        path = Path(__file__).parent.parent / "notebook" / "test_approval_kernel.py"
+        path = Path(__file__).parent.parent / "notebook" / "kernel_client.py"
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
