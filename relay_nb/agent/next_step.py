@@ -90,8 +90,10 @@ def decode_next_step(call: ToolCall, tool_names: Sequence[str]) -> NextStep:
     if tool is None:
         return NextStep(problem="set `tool` and `input` to call a tool, or `answer` to finish")
     if tool not in tool_names:
-        known = ", ".join(tool_names) or "none"
-        return NextStep(problem=f"unknown tool {tool!r}; available tools: {known}")
+        known = ", ".join(list(tool_names)[:40]) or "none"
+        more = len(tool_names) - 40
+        known += f" … and {more} more" if more > 0 else ""
+        return NextStep(problem=f"unknown tool {str(tool)[:80]!r}; available tools: {known}")
     arguments = data.get("input") or {}
     if not isinstance(arguments, dict):
         return NextStep(problem="`input` must be a JSON object")

@@ -440,8 +440,17 @@ class Session(AsksMany):
         extra = [self.tools[name] for name in names]
         if self._chart_tool is not None and connector_ids:
             extra.append(self._chart_tool)
+        offered: dict[str, Tool] = {}
+        for cid in connector_ids:
+            for tool in self.connectors.tools(cid):
+                if tool.name in offered or tool.name in self.tools:
+                    # only a listing that changed after connecting gets here (connecting
+                    # refuses a clash): the turn goes on without the newcomer
+                    logger.warning("tool %r of %r clashes with another; left out", tool.name, cid)
+                    continue
+                offered[tool.name] = tool
         tools = self._tool_groups.select(
-            [t for cid in connector_ids for t in self.connectors.tools(cid)],
+            list(offered.values()),
             allotment=allocate_budget(settings.context_window).system,
             taken={tool.name for tool in extra},
         )

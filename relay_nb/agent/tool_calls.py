@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -217,14 +217,21 @@ def _no_spend() -> ModelSpend | None:
     return None
 
 
+def some_names(names: Iterable[str], most: int = 40) -> str:
+    """``"a, b, c"``, at most ``most`` of them, sorted, then how many more: a reply that
+    names every tool of a server listing thousands would flood the model's context."""
+    ordered = sorted(names)
+    shown = ", ".join(ordered[:most]) or "none"
+    return shown + (f" … and {len(ordered) - most} more" if len(ordered) > most else "")
+
+
 async def _run_one(call: ToolCall, tools: Mapping[str, Tool], hooks: CallHooks) -> ToolOutcome:
     _CURRENT_CALL.set(call.id)  # this task's own context: no other call sees it
     bind_call(hooks)
     tool = tools.get(call.name)
     if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
         result = ToolResult(
-            content=f"unknown tool {call.name!r}; available tools: {known}",
+            content=f"unknown tool {call.name[:80]!r}; available tools: {some_names(tools)}",
             is_error=True,
             failure="error",
         )

@@ -118,3 +118,60 @@ def test_refresh_releases_those_waiting_for_a_re_list_it_supersedes() -> None:
     finally:
         release.set()
         connector.close()
+
+
+def test_a_re_list_whose_names_clash_leaves_the_newcomer_out_and_turns_go_on() -> None:
+    """A server that adds, after connecting, a tool whose agent name another already has —
+    its own (``add.tool`` next to ``add_tool``) or another connector's (``x_extra`` on
+    ``a`` is ``a_x_extra``, the ``extra`` of connector ``a_x``): the turn goes on without
+    the newcomer. (Before, every later turn of the session raised "two tools are named".)"""
+    from relay_nb import Relay, ScriptedRuntime
+
+    relay = Relay(ScriptedRuntime([{"text": "fine"}]), ledger=False)
+    try:
+        first = mutable("a")
+        relay.connect("a", first)
+        relay.connect("a_x", mutable("a_x"))
+        first.call_tool("add_tool", {"name": "add.tool"})
+        first.call_tool("add_tool", {"name": "x_extra"})
+        relist(first)
+        names = [t.name for t in first.tools()]
+        assert len(names) == len(set(names)) and names.count("a_add_tool") == 1
+        turn = relay.ask("anything new?")
+        assert turn.answer == "fine"
+        first.refresh()  # strict again, as at connect: the clash is named
+        with pytest.raises(ConfigurationError, match="both become"):
+            first.tools()
+    finally:
+        relay.close()
+
+
+def test_a_server_listing_hundreds_of_tools_offers_the_first_128() -> None:
+    """Each tool is declared in every model request: a red team's server listed 25,000
+    (61.6 MB a request). The listing stops at MAX_TOOLS and says so."""
+    from relay_nb.connectors.mcp.catalog import MAX_TOOLS
+
+    connector = mutable("many")
+    try:
+        for n in range(MAX_TOOLS + 20):
+            connector.call_tool("add_tool", {"name": f"t{n:03d}"})
+        relist(connector)
+        assert len(connector.tools()) == MAX_TOOLS
+        assert f"more than {MAX_TOOLS} tools" in connector.prompt_context()
+    finally:
+        connector.close()
+
+
+def test_a_tool_with_a_huge_input_schema_is_left_out_with_a_note() -> None:
+    from relay_nb.connectors.mcp.catalog import MAX_SCHEMA_CHARS
+
+    connector = mutable("bulk")
+    try:
+        connector.call_tool("add_bulky_tool", {"name": "fine", "chars": 200})
+        connector.call_tool("add_bulky_tool", {"name": "huge", "chars": MAX_SCHEMA_CHARS * 3})
+        relist(connector)
+        names = {t.name for t in connector.tools()}
+        assert "bulk_fine" in names and "bulk_huge" not in names
+        assert "input schema over" in connector.prompt_context()
+    finally:
+        connector.close()

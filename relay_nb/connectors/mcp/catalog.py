@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,6 +19,8 @@ from pydantic import RootModel
 from relay_nb.errors import ConfigurationError
 
 __all__ = [
+    "MAX_SCHEMA_CHARS",
+    "MAX_TOOLS",
     "Catalog",
     "ServerPrompt",
     "ServerResource",
@@ -31,6 +34,11 @@ _MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _MAX_PAGES = 50
 """A paginating server that never stops cannot hang a listing."""
+MAX_TOOLS = 128
+"""Tools offered to the model from one server: each is declared in every model request, so
+a server listing thousands would cost megabytes per request (a red team's listed 25,000)."""
+MAX_SCHEMA_CHARS = 32_000
+"""Characters of one tool's input schema (as JSON); a tool with a larger one is left out."""
 
 
 @dataclass(frozen=True)
@@ -81,16 +89,36 @@ async def read_catalog(client: Any) -> Catalog:
     capabilities = client.server_capabilities
     info = client.server_info
     notes: list[str] = []
-    tools = [
-        ServerTool(
-            name=tool.name,
-            description=(tool.description or tool.title or "").strip(),
-            input_schema=_object_schema(tool.input_schema),
-            title=tool.title,
-            read_only_hint=bool(tool.annotations and tool.annotations.read_only_hint),
+    listed = (
+        await _all(client.list_tools, "tools", most=MAX_TOOLS + 1) if capabilities.tools else []
+    )
+    tools: list[ServerTool] = []
+    oversized: list[str] = []
+    for tool in listed:
+        schema = _object_schema(tool.input_schema)
+        if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+            oversized.append(str(tool.name)[:64])
+            continue
+        tools.append(
+            ServerTool(
+                name=tool.name,
+                description=(tool.description or tool.title or "").strip(),
+                input_schema=schema,
+                title=tool.title,
+                read_only_hint=bool(tool.annotations and tool.annotations.read_only_hint),
+            )
         )
-        for tool in (await _all(client.list_tools, "tools") if capabilities.tools else [])
-    ]
+    if oversized:
+        notes.append(
+            f"{len(oversized)} tool(s) left out, their input schema over {MAX_SCHEMA_CHARS:,} "
+            f"characters: {', '.join(oversized[:5])}"
+        )
+    if len(tools) > MAX_TOOLS:
+        tools = tools[:MAX_TOOLS]
+        notes.append(
+            f"the server lists more than {MAX_TOOLS} tools; the first {MAX_TOOLS} are offered "
+            "(choose others with tools=[...])"
+        )
     resources: list[ServerResource] = []
     if capabilities.resources is not None:
         try:
@@ -130,16 +158,17 @@ async def read_catalog(client: Any) -> Catalog:
     )
 
 
-async def _all(method: Any, attribute: str) -> list[Any]:
+async def _all(method: Any, attribute: str, *, most: int | None = None) -> list[Any]:
+    """Every item, page by page: at most :data:`_MAX_PAGES` pages, and ``most`` items."""
     items: list[Any] = []
     cursor = None
     for _ in range(_MAX_PAGES):
         page = await method(cursor=cursor)
         items.extend(getattr(page, attribute))
         cursor = page.next_cursor
-        if not cursor:
+        if not cursor or (most is not None and len(items) >= most):
             break
-    return items
+    return items if most is None else items[:most]
 
 
 def _object_schema(schema: Any) -> dict[str, Any]:
@@ -151,13 +180,18 @@ def _object_schema(schema: Any) -> dict[str, Any]:
     return schema
 
 
-def agent_tool_names(connector_id: str, tools: list[ServerTool]) -> dict[str, str]:
+def agent_tool_names(
+    connector_id: str, tools: list[ServerTool], *, lenient: bool = False
+) -> dict[str, str]:
     """``{server tool name: agent tool name}``; two server tools that would share one agent
-    name are refused, naming both."""
+    name are refused, naming both — or, ``lenient`` (a background re-list, which must not
+    fail the session's turns), the second is left out."""
     names: dict[str, str] = {}
     owner: dict[str, str] = {}
     for tool in tools:
         agent = _agent_name(connector_id, tool.name)
+        if agent in owner and lenient:
+            continue
         if agent in owner:
             raise ConfigurationError(
                 f"MCP server {connector_id!r} has tools {owner[agent]!r} and {tool.name!r}, "

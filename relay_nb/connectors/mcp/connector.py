@@ -165,6 +165,12 @@ class MCPConnector(Connector):
         wanted = self.spec.tools
         return tools if wanted is None else [t for t in tools if t.name in set(wanted)]
 
+    def _relisted(self) -> bool:
+        """Whether the listing in use came from a background re-list (lenient: a turn must
+        not fail because the server changed meanwhile)."""
+        with self._lock:
+            return self._lenient and self._catalog is not None
+
     def _check_names(self, catalog: Catalog) -> None:
         problems = self._missing_names(catalog)
         if problems:
@@ -273,7 +279,8 @@ class MCPConnector(Connector):
     # ------------------------------------------------------------------ model-facing
     def tools(self) -> list[Tool]:
         tools = self.server_tools()
-        names = agent_tool_names(self.id, tools)
+        names = agent_tool_names(self.id, tools, lenient=self._relisted())
+        tools = [tool for tool in tools if tool.name in names]
         read_only = set(self.spec.read_only_tools)
         built = []
         for tool in tools:
@@ -372,9 +379,9 @@ class MCPConnector(Connector):
                     f" — {redacted_clip(catalog.instructions, 600, secrets=self.launch.secrets)}"
                 )
             head.append(about)
-        names = agent_tool_names(self.id, tools)
+        names = agent_tool_names(self.id, tools, lenient=self._relisted())
         tool_lines = []
-        for tool in tools:
+        for tool in (tool for tool in tools if tool.name in names):
             safe = tool.name in self.spec.read_only_tools or (
                 self.spec.trust_read_only_hints and tool.read_only_hint
             )
