@@ -134,6 +134,21 @@ def build_server(
         """How many slow calls are running, were cancelled by the client, and finished."""
         return dict(slow_calls)
 
+    @server.tool(annotations=READ_ONLY)
+    async def endless_line() -> str:
+        """Write to stdout without end and without a newline, never answering (an attack:
+        the client's reader keeps one line growing)."""
+        import threading
+
+        def flood() -> None:
+            chunk = b"x" * 65536
+            while True:
+                os.write(1, chunk)
+
+        threading.Thread(target=flood, daemon=True).start()
+        await asyncio.sleep(3600)
+        return "never"
+
     @server.tool(name="helper_pid", annotations=READ_ONLY)
     def helper_pid_tool() -> int:
         """The pid of the helper process started with --spawn-helper (0 without one)."""

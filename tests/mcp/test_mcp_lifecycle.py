@@ -207,3 +207,21 @@ def test_the_connect_check_waits_as_long_as_the_server_may_take_to_start() -> No
         assert connector.startup_timeout_s == 40 and "drive" in relay.connectors
     finally:
         relay.close()
+
+
+async def test_a_server_that_did_not_answer_in_time_is_stopped_and_started_again() -> None:
+    """A red team's server wrote to stdout without end and without a newline: after the
+    call's timeout the reader in the notebook's process kept growing that line (364 MB in
+    4 minutes, a core busy) until close(). Now a server that did not answer is stopped, and
+    the next call starts a fresh one."""
+    connector = stdio_connector("flood", timeout_s=2)
+    try:
+        tools = by_name(connector)
+        pid = int((await tools["flood_server_pid"].run({})).content)
+        flooded = await tools["flood_endless_line"].run({})
+        assert flooded.is_error and "the server was stopped" in flooded.content
+        assert await asyncio.to_thread(wait_until, lambda: not alive(pid), attempts=100)
+        again = await tools["flood_server_pid"].run({})
+        assert not again.is_error and int(again.content) != pid
+    finally:
+        connector.close()

@@ -29,6 +29,7 @@ SERVER_TOOLS = {
     "files.search",
     "slow_calls",
     "helper_pid",
+    "endless_line",
     "big_records",
     "big_text",
 }

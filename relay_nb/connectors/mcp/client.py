@@ -258,9 +258,16 @@ class MCPClientHost:
         if died in done:
             conn.lost = True
             raise self._lost(what)
+        restarted = ""
+        if self.launch.transport == "stdio":
+            # a server that did not answer may still be writing (a line that never ends
+            # grows in this process's reader): it is stopped, the next request starts anew
+            conn.lost = True
+            conn.stop.set()
+            restarted = "; the server was stopped, the next call starts it again"
         raise self._error(
             f"did not answer {what} within {self.timeout_s:g} s; the request was cancelled "
-            "(ask for less, or raise timeout_s)"
+            f"(ask for less, or raise timeout_s){restarted}"
         )
 
     async def _connected(self) -> _Connection:
