@@ -228,12 +228,15 @@ def build_result(
 def served_model(
     model_usage: Any, configured: str
 ) -> tuple[str, Literal["provider-reported", "configured"]]:
-    """The served model when ``modelUsage`` names exactly one; otherwise the configured one,
-    because picking one of several (e.g. a helper model) would be a guess."""
+    """The model id the CLI resolved the configured name to, when ``modelUsage`` names
+    exactly one (else the configured name: picking one of several, e.g. a helper model,
+    would be a guess) — always ``"configured"``: ``modelUsage`` is the CLI's resolution of
+    the alias, not what the service says it served (a stub serving another model showed
+    the CLI reporting its own resolution; issue 36)."""
     if isinstance(model_usage, dict) and len(model_usage) == 1:
         (name,) = model_usage
         if isinstance(name, str) and MODEL_NAME.match(name):
-            return name, "provider-reported"
+            return name, "configured"
     return configured, "configured"
 
 

@@ -97,7 +97,7 @@ async def test_text_request_runs_the_documented_command(
     assert (result.provider, result.model, result.model_source) == (
         "claude-code",
         SERVED,
-        "provider-reported",
+        "configured",  # the CLI's resolution of the alias, not what the service served
     )
     assert result.usage.model_dump() == {
         "input_tokens": 8,
@@ -307,7 +307,7 @@ def test_schema_descriptions_walk_only_the_documented_keywords() -> None:
 @pytest.mark.parametrize(
     ("scenario", "model", "source"),
     [
-        ("text", SERVED, "provider-reported"),
+        ("text", SERVED, "configured"),
         ("two-models", "sonnet", "configured"),
         ("no-model-usage", "sonnet", "configured"),
     ],
