@@ -21,6 +21,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 from relay_nb.errors import InvocationError
@@ -82,6 +83,10 @@ class ClaudeCodeRuntime(ProcessRuntime):
     """
 
     provider = PROVIDER
+    default_env = MappingProxyType({"CLAUDE_CODE_MAX_RETRIES": "0"})
+    """The CLI retries a failing service on its own (a refused key came back after 191 s,
+    and under a shorter timeout 401 and 429 read as an outage); relay_nb's agent loop owns
+    the retry policy, so the CLI's is off unless ``env`` turns it on (issue 36, item 3)."""
 
     def __init__(
         self,

@@ -300,6 +300,9 @@ class ProcessRuntime(BaseRuntime):
     """Set by a subclass to run each invocation in a fresh private temporary directory."""
     trailing_args: tuple[str, ...] = ()
     """Arguments after ``extra_args`` (e.g. ``-`` for "read the prompt from stdin")."""
+    default_env: Mapping[str, str] | None = None
+    """Settings the runtime chooses unless the caller's ``env`` says otherwise (over this
+    process's environment): e.g. the CLI's own retries off, since relay_nb retries."""
     forced_env: Mapping[str, str] | None = None
     """The profile's own settings (e.g. switching a CLI's tools off): applied last, so
     neither the caller's ``env`` nor this process's environment can override them."""
@@ -377,8 +380,8 @@ class ProcessRuntime(BaseRuntime):
         return profile.parse(output, request)
 
     def _child_env(self, cwd: str | None) -> dict[str, str]:
-        """This process's environment (less ``dropped_env_prefixes``), then ``env``, then
-        ``forced_env``; and ``PWD`` naming the child's real working directory, since a CLI
+        """This process's environment (less ``dropped_env_prefixes``), then ``default_env``,
+        ``env``, ``forced_env``; and ``PWD`` naming the child's real working directory, since a CLI
         that trusts ``$PWD`` over ``getcwd()`` (OpenCode) would otherwise load the
         notebook's folder, with its config, instructions and plugins."""
         inherited = {
@@ -386,7 +389,12 @@ class ProcessRuntime(BaseRuntime):
             for name, value in os.environ.items()
             if not (self.dropped_env_prefixes and name.startswith(self.dropped_env_prefixes))
         }
-        env = {**inherited, **(self._env or {}), **(self.forced_env or {})}
+        env = {
+            **inherited,
+            **(self.default_env or {}),
+            **(self._env or {}),
+            **(self.forced_env or {}),
+        }
         env["PWD"] = os.path.abspath(cwd) if cwd is not None else os.getcwd()
         return env
 

@@ -459,3 +459,12 @@ async def test_loopback_scope_refuses_a_bare_executable_name(
         await ClaudeCodeRuntime(executable="claude").invoke(ask())
 
     assert (info.value.scope, info.value.runtime_id) == ("loopback", "claude-code:sonnet")
+
+
+def test_the_cli_s_own_retries_are_off_unless_env_turns_them_on(monkeypatch) -> None:
+    """relay_nb's loop retries what is retryable; the CLI retrying too made a refused key
+    take 191 s, and a 401 read as an outage under a shorter timeout (issue 36, item 3)."""
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "10")  # the analyst's shell
+    assert ClaudeCodeRuntime()._child_env(None)["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    chosen = ClaudeCodeRuntime(env={"CLAUDE_CODE_MAX_RETRIES": "2"})
+    assert chosen._child_env(None)["CLAUDE_CODE_MAX_RETRIES"] == "2"
