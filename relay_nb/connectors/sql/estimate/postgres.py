@@ -235,6 +235,8 @@ class _Reads:
         row, or enough scans were asked already), the planned rows over the least share
         PostgreSQL's default selectivities can have let the filter's guessed clauses keep."""
         condition = str(node.get("Index Cond") or "")
+        if not condition:  # a scan of another kind (foreign, TID): all it may read
+            return tuples
         alias = str(node.get("Alias") or node["Relation Name"])
         alone = qualifiers(condition) <= {alias} and not guessed(condition)
         if not alone or self.replans >= _REPLANS:
