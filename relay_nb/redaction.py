@@ -204,6 +204,8 @@ def option_secrets(key: str, value: str) -> list[str]:
         return []
     if SECRET_OPTION_PATTERN.search(unquote_plus(key)):
         return [value]
+    if not _has_property(value):
+        return []
     return [match["value"] for match in _PROPERTY.finditer(value) if _is_secret_property(match)]
 
 
@@ -213,6 +215,12 @@ _PROPERTY = re.compile(
     r"(?P<name>[^,:%]+(?:%(?!2C|3A)[^,:%]*)*)(?P<sep>:|%3A)(?P<value>(?:[^,%]|%(?!2C))*)",
     re.IGNORECASE,
 )
+
+
+def _has_property(value: str) -> bool:
+    """Whether ``value`` has a ``NAME:VALUE`` item at all: without a separator the pattern
+    would try every start and fail each time (quadratic in a long option value)."""
+    return ":" in value or "%3a" in value.lower()
 
 
 def _is_secret_property(match: re.Match[str]) -> bool:

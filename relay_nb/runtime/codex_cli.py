@@ -130,11 +130,15 @@ _TOOL_ITEMS = frozenset(
 )
 """Items that mean the CLI ran something (its plan and reasoning items are harmless)."""
 _STATUS = re.compile(
-    r"\b(?:status(?: code)?|http)\s*:?\s*([1-5]\d\d)\b"
+    r"\b(?:status(?: code)?|http)\s*(?::\s*)?([1-5]\d\d)\b"
     r"|\b([45]\d\d) (?:unauthorized|forbidden|too many requests|internal server error"
     r"|bad gateway|service unavailable|gateway timeout)\b",
     re.IGNORECASE,
 )
+
+
+_READ = 4096
+"""Characters of an error event's text read for its status."""
 
 
 class CodexCLIRuntime(ProcessRuntime):
@@ -301,7 +305,7 @@ def _failure_report(events: list[dict[str, Any]]) -> tuple[str | None, int | Non
     if not texts:
         return None, None
     report = "\n".join(texts)
-    match = _STATUS.search(report)
+    match = _STATUS.search(report[:_READ])  # an error's status is near its start
     status = int(match.group(1) or match.group(2)) if match else None
     return report, status
 

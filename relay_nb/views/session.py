@@ -34,7 +34,7 @@ _MARKDOWN = (
     (re.compile(r"^\s{0,3}#{1,6}\s+"), ""),  # # heading
     (re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+"), "· "),  # list items
 )
-_TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*\|?\s*$")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*\|?\s*$")
 
 
 def history_text(turns: Sequence[TurnResult], *, answer_chars: int = ANSWER_CHARS) -> str:
@@ -62,7 +62,9 @@ def plain_answer(answer: str, limit: int = ANSWER_CHARS) -> str:
     """``answer`` without its Markdown markup, on one line, cut at a word within ``limit``
     characters with an ellipsis (a table's rows read ``a | b; 1 | 2``)."""
     parts: list[str] = []
-    for line in answer.splitlines():
+    # only what can be shown is read (the patterns' worst case grows with the square of a
+    # line, and the answer is the model's): a few times the limit, for markup to drop
+    for line in answer[: limit * 4].splitlines():
         if _TABLE_RULE.match(line):
             continue
         for pattern, replacement in _MARKDOWN:

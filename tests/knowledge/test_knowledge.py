@@ -127,7 +127,7 @@ def test_rules_metrics_and_the_questions_words_reach_the_context() -> None:
     # the glossary entries for the words the question uses, and the tables it names
     assert "turnover → revenue" in text and "nation → column customers.country" in text
     assert "clients → table customers" in text
-    assert "- customers (columns: country — \"ISO country code\")" in text
+    assert '- customers (columns: country — "ISO country code")' in text
     assert "- orders" not in text  # not named by the question
     assert verified == []  # no verified question shares a word with this one
 

@@ -64,7 +64,9 @@ def clean_text(value: Any, limit: int) -> str:
     """
     if not isinstance(value, str):
         return ""
-    text = html.unescape(value)
+    # only a few times what is kept is read: markup makes text shorter, and an unclosed
+    # comment repeated is quadratic for the tag pattern
+    text = html.unescape(value[: limit * 8])
     text = _TAG.sub(" ", text)
     text = _MD_HEADING.sub("", text)
     text = _MD_LINK.sub(r"\1", text)

@@ -8,6 +8,7 @@ tree; the pipeline order is documented there.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -28,6 +29,7 @@ __all__ = [
     "refuse_deep_nesting",
     "refuse_executable_comments",
     "refuse_leading_keyword",
+    "refuse_long_intervals",
     "refuse_unreadable_text",
     "short",
     "single_statement",
@@ -185,6 +187,27 @@ def refuse_deep_nesting(tokens: Sequence[Token]) -> None:
             )
 
 
+MAX_INTERVAL_CHARS = 200
+"""Characters of an ``INTERVAL '…'`` string: ``'1 year 2 months 3 days …'`` fits many times."""
+
+
+def refuse_long_intervals(tokens: Sequence[Token]) -> None:
+    """Refuse an ``INTERVAL`` string longer than :data:`MAX_INTERVAL_CHARS`: sqlglot's
+    parser splits it with a pattern that is quadratic in a run of digits (10,000 digits took
+    2.3 s a parse, and the guard parses twice; the text bound allows 100,000)."""
+    for before, token in itertools.pairwise(tokens):
+        if (
+            before.token_type is TokenType.INTERVAL
+            and token.token_type is TokenType.STRING
+            and len(token.text) > MAX_INTERVAL_CHARS
+        ):
+            refuse(
+                "parse_error",
+                f"an INTERVAL string of {len(token.text):,} characters (at most "
+                f"{MAX_INTERVAL_CHARS}); write the interval as a number and a unit",
+            )
+
+
 def refuse_costly_subscripts(tokens: Sequence[Token], engine: Dialect) -> None:
     """Refuse array subscripts whose operands add up to more than
     :data:`~.rules.MAX_SUBSCRIPT_TOKENS` tokens, in dialects whose arrays start at 1.
@@ -277,6 +300,7 @@ def read_statement(
     refuse_leading_keyword(statement[0], leading_keywords)
     refuse_deep_nesting(statement)
     refuse_costly_subscripts(statement, engine)
+    refuse_long_intervals(statement)
     return parse_statement(sql, statement, engine), statement
 
 

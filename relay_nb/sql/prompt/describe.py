@@ -24,6 +24,12 @@ from relay_nb.sql.prompt.ranking import SchemaRanker, search_tables
 __all__ = ["describe_request", "describe_tables", "referenced_by"]
 
 
+MAX_DESCRIBED = 20
+"""Tables one ``describe_<id>`` call describes: an unknown name is matched against every
+table (10,000 tables: about 0.4 s a name), so a long list of guesses is cut."""
+_NAME_CHARS = 256
+
+
 def describe_request(
     catalog: Catalog,
     tables: Sequence[str],
@@ -51,10 +57,16 @@ def describe_tables(catalog: Catalog, names: Sequence[str]) -> str:
     """
     if isinstance(names, str):
         names = [names]
+    names = list(names)
     blocks: list[str] = []
-    for name in names:
+    for name in names[:MAX_DESCRIBED]:
         table = catalog.find(name)
         blocks.append(_describe_one(catalog, table) if table else _unknown(catalog, name))
+    if len(names) > MAX_DESCRIBED:
+        blocks.append(
+            f"{len(names) - MAX_DESCRIBED} more names not described (at most {MAX_DESCRIBED} "
+            "a call); ask for them in another call"
+        )
     return "\n\n".join(blocks) if blocks else "no table names given"
 
 
@@ -122,6 +134,7 @@ def referenced_by(catalog: Catalog, target: TableInfo) -> list[str]:
 
 
 def _unknown(catalog: Catalog, name: str) -> str:
+    name = name[:_NAME_CHARS]  # a table name is short; matching grows with its length
     options = [display_name(catalog, t) for t in catalog.tables]
     close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
     close += [

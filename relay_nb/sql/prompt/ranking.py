@@ -301,12 +301,15 @@ class _Index:
 
     def prefix_related(self, term: str) -> list[str]:
         """Vocabulary words that extend ``term`` or that ``term`` extends (4+ letters)."""
-        related = [term[:k] for k in range(4, len(term)) if term[:k] in self.known]
-        start = bisect.bisect_right(self.vocabulary, term)
-        for word in self.vocabulary[start:]:
-            if not word.startswith(term):
+        # prefixes no longer than the longest word; the words after ``term`` in sorted
+        # order read in place (a slice would copy the vocabulary for every question word)
+        longest = min(len(term), self.longest + 1)
+        related = [term[:k] for k in range(4, longest) if term[:k] in self.known]
+        vocabulary = self.vocabulary
+        for index in range(bisect.bisect_right(vocabulary, term), len(vocabulary)):
+            if not vocabulary[index].startswith(term):
                 break
-            related.append(word)
+            related.append(vocabulary[index])
         return related
 
     def one_edit(self, term: str) -> list[str]:

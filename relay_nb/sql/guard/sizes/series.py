@@ -34,7 +34,9 @@ _SECONDS = {
 }  # fmt: skip
 """The *shortest* length of each unit: a count divided by them is an upper bound."""
 
-_INTERVAL_PART = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*([a-z]+)")
+_INTERVAL_PART = re.compile(r"(?<![\d.])([-+]?\d+(?:\.\d+)?)\s*([a-z]+)")
+"""``2 days``, ``1.5 hours``: a number starts only where no digit stands before it, so a run
+of digits without a unit is tried once, not from each of its digits (quadratic)."""
 _TEMPORAL = exp.DataType.TEMPORAL_TYPES
 
 
